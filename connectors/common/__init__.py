@@ -1,0 +1,8 @@
+"""Connector pieces used both for acting and for learning."""
+
+from connectors.common.add_observations_from_episodes_to_batch import (
+    AddObservationsFromEpisodesToBatch,
+)
+from connectors.common.batch_individual_items import BatchIndividualItems
+
+__all__ = ["AddObservationsFromEpisodesToBatch", "BatchIndividualItems"]

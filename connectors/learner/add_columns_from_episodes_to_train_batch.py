@@ -1,0 +1,53 @@
+"""Adds actions, rewards, done flags and extra model outputs from episodes."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from connectors.connector_v2 import ConnectorV2
+from offline_rl.columns import Columns
+
+
+class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
+    """Adds ``actions``, ``rewards``, ``terminateds``, ``truncateds`` and every extra model output
+    (e.g. ``action_logp``) for each timestep, skipping columns the batch already has.
+
+    Only the last timestep of a done episode carries ``terminateds``/``truncateds=True``. Infos are
+    not added: they are arbitrary Python objects and train batches cross processes as numeric
+    arrays only.
+
+    Example:
+        >>> from offline_rl import SingleAgentEpisode
+        >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 0.5],
+        ...                         terminated=True, len_lookback_buffer=0)
+        >>> batch = AddColumnsFromEpisodesToTrainBatch()(rl_module=None, batch={}, episodes=[ep])
+        >>> batch["terminateds"]
+        [array([False,  True])]
+    """
+
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        present = set(batch)
+        for episode in self.single_agent_episode_iterator(episodes):
+            steps = len(episode)
+            window = slice(0, steps)
+            per_step = {
+                Columns.ACTIONS: lambda: episode.get_actions(window),
+                Columns.REWARDS: lambda: episode.get_rewards(window),
+                Columns.TERMINATEDS: lambda: _last_step_flag(steps, episode.is_terminated),
+                Columns.TRUNCATEDS: lambda: _last_step_flag(steps, episode.is_truncated),
+            }
+            for key in episode.extra_model_outputs:
+                per_step[key] = partial(episode.get_extra_model_outputs, key, window)
+            for column, values in per_step.items():
+                if column not in present:
+                    self.add_n_batch_items(batch, column, values(), steps, episode)
+        return batch
+
+
+def _last_step_flag(steps: int, flag: bool) -> np.ndarray:
+    flags = np.zeros(steps, dtype=bool)
+    if steps:
+        flags[-1] = flag
+    return flags

@@ -1,0 +1,41 @@
+"""offline-rl: train RL policies from logged experience, streamed from Parquet through Ray Data
+into torch learners, with RLlib's offline API.
+
+Names are imported on first use, so that Ray Data workers, which unpickle configs and
+PreLearners, never import torch or the algorithm code they do not run.
+
+Example:
+    >>> from offline_rl import BCConfig, Columns
+    >>> Columns.OBS
+    'obs'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from offline_rl.columns import SCHEMA, Columns
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
+    "Algorithm": "offline_rl.algorithms.algorithm",
+    "BCConfig": "offline_rl.algorithms.bc",
+    "BC": "offline_rl.algorithms.bc",
+    "OfflineData": "offline_rl.data.offline_data",
+    "OfflinePreLearner": "offline_rl.data.prelearner",
+    "SingleAgentEpisode": "offline_rl.episode",
+    "EpisodeReplayBuffer": "offline_rl.replay_buffer",
+    "RLModuleSpec": "offline_rl.core.rl_module_spec",
+    "DefaultModelConfig": "offline_rl.core.rl_module_spec",
+}
+
+__all__ = ["SCHEMA", "Columns", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'offline_rl' has no attribute {name!r}")

@@ -1,0 +1,83 @@
+"""The checkpoint folder: ``config.yaml``, ``learner_state.pt`` and ``algorithm_state.json``.
+
+Checkpoints are written to a temporary folder and renamed into place, so a crash mid-write never
+leaves a half-written checkpoint under the final name. Loading reads tensors and plain data only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+CONFIG_FILE = "config.yaml"
+LEARNER_STATE_FILE = "learner_state.pt"
+ALGORITHM_STATE_FILE = "algorithm_state.json"
+
+
+def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
+                     algorithm_state: dict[str, Any]) -> Path:
+    """Writes a checkpoint folder at ``path`` (replacing an older one); returns the path."""
+    target = Path(path)
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    learner.save_state(staging / LEARNER_STATE_FILE)
+    (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
+    try:
+        config.to_yaml(staging / CONFIG_FILE)
+    except ValueError:
+        pass  # a config holding Python callables is passed again to from_checkpoint()
+    previous = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(previous)
+    staging.rename(target)
+    shutil.rmtree(previous, ignore_errors=True)
+    return target
+
+
+def read_algorithm_state(path: str | Path) -> dict[str, Any]:
+    """The counters saved with a checkpoint."""
+    return json.loads(_checkpoint_file(path, ALGORITHM_STATE_FILE).read_text())
+
+
+def read_config(path: str | Path) -> AlgorithmConfig:
+    """The config saved with a checkpoint."""
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+    config_file = Path(path) / CONFIG_FILE
+    if not config_file.exists():
+        raise FileNotFoundError(
+            f"{path} has no {CONFIG_FILE} (its config held Python callables); pass the config: "
+            "Algorithm.from_checkpoint(path, config=...)"
+        )
+    return AlgorithmConfig.from_yaml(config_file)
+
+
+def learner_state_file(path: str | Path) -> Path:
+    """The torch file with module weights and optimizer state."""
+    return _checkpoint_file(path, LEARNER_STATE_FILE)
+
+
+def load_module(path: str | Path) -> Any:
+    """The trained policy module of a checkpoint, on CPU, without starting Ray."""
+    import torch
+
+    config = read_config(path)
+    spec = config.get_rl_module_spec(config.observation_space, config.action_space)
+    module = spec.build()
+    state = torch.load(learner_state_file(path), map_location="cpu", weights_only=True)
+    module.load_state_dict(state["module"])
+    return module.eval()
+
+
+def _checkpoint_file(path: str | Path, name: str) -> Path:
+    file = Path(path) / name
+    if not file.exists():
+        raise FileNotFoundError(f"{path} is not an offline-rl checkpoint: {name} is missing")
+    return file

@@ -1,0 +1,88 @@
+"""Episode states to and from the msgpack bytes RLlib stores in the episodes ``item`` column.
+
+Packing is exactly RLlib's (``msgpack`` with ``msgpack_numpy.encode``). Unpacking decodes
+msgpack-numpy's array, numpy-scalar and complex maps with our own hook, which builds arrays from
+raw bytes and refuses object arrays: msgpack-numpy would unpickle those, running whatever code the
+file carries.
+
+Example:
+    >>> import numpy as np
+    >>> data = pack_episode_state({"obs": np.arange(3, dtype=np.float32), "t": 3})
+    >>> unpack_episode_state(data)
+    {'obs': array([0., 1., 2.], dtype=float32), 't': 3}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import msgpack_numpy
+import numpy as np
+
+
+def pack_episode_state(state: dict) -> bytes:
+    """Packs an episode state dict the way RLlib writes it (byte-identical)."""
+    return msgpack.packb(state, default=msgpack_numpy.encode)
+
+
+def unpack_episode_state(data: bytes, *, where: str = "") -> dict:
+    """Unpacks bytes written by ``pack_episode_state`` (or RLlib) into the state dict.
+
+    Raises ``ValueError``, prefixed with ``where`` (e.g. the file name), when the bytes are not
+    a msgpack map or hold a pickled object array, which is refused and never unpickled.
+    """
+    prefix = f"{where}: " if where else ""
+    try:
+        state = msgpack.unpackb(data, object_hook=_decode_numpy, raw=False,
+                                strict_map_key=False)
+    except _RefusedPayload as error:
+        raise ValueError(f"{prefix}{error}") from None
+    except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as error:
+        raise ValueError(f"{prefix}corrupt episode payload: {error}") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{prefix}episode payload is a {type(state).__name__}, not a map")
+    return state
+
+
+class _RefusedPayload(ValueError):
+    """The payload asks for unpickling, which is refused."""
+
+
+def _decode_numpy(obj: dict) -> Any:
+    """msgpack ``object_hook``: msgpack-numpy maps to numpy values, other maps unchanged."""
+    if b"nd" in obj:
+        if obj.get(b"kind") == b"O":
+            raise _RefusedPayload(
+                "payload holds a pickled object array (msgpack-numpy kind 'O'); refused to "
+                "unpickle it"
+            )
+        dtype = _dtype(obj[b"type"])
+        if dtype.hasobject:
+            raise _RefusedPayload(
+                f"payload holds an object dtype {dtype} array; refused to decode it"
+            )
+        values = np.frombuffer(obj[b"data"], dtype=dtype)
+        if obj[b"nd"] is True:
+            return values.reshape(obj[b"shape"]).copy()
+        return values[0]
+    if b"complex" in obj:
+        return complex(_text(obj[b"data"]))
+    return obj
+
+
+def _dtype(descr: Any) -> np.dtype:
+    """The dtype msgpack-numpy stored: a type string, or a structured descr list."""
+    if isinstance(descr, list):
+        return np.dtype([_field(field) for field in descr])
+    return np.dtype(_text(descr))
+
+
+def _field(field: list) -> tuple:
+    name, descr, *shape = field
+    subtype = _dtype(descr) if isinstance(descr, list) else _text(descr)
+    return (_text(name), subtype, *(tuple(s) for s in shape))
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("ascii") if isinstance(value, bytes) else value

@@ -1,0 +1,1 @@
+"""Modules, distributions and learners (torch lives here, imported on demand)."""

@@ -1,0 +1,111 @@
+"""``Learner``: one torch module, its optimizer, and one gradient step per train batch."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from connectors import NumpyToTensor
+from offline_rl.core.rl_module_spec import RLModuleSpec
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+DEFAULT_MODULE_ID = "default_policy"
+
+
+def resolve_device(num_gpus_per_learner: float) -> torch.device:
+    """``cuda`` when the learner was given a GPU, else ``cpu``; a clear error if CUDA is missing."""
+    if not num_gpus_per_learner:
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"num_gpus_per_learner={num_gpus_per_learner} but torch sees no CUDA device "
+            f"(torch {torch.__version__}). Install a CUDA build of torch (see README, 'GPU "
+            "learners') or set config.learners(num_gpus_per_learner=0)."
+        )
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class Learner(ABC):
+    """Owns an RLModule and its optimizer; ``update(batch)`` is one gradient step.
+
+    Algorithms subclass it and implement ``compute_loss_for_module``. Batches arrive as flat
+    dicts of numpy columns; ``NumpyToTensor`` moves them onto the learner's device.
+
+    Example:
+        >>> learner = BCTorchLearner(config, module_spec)          # doctest: +SKIP
+        >>> metrics = learner.update(offline_data.sample())        # doctest: +SKIP
+        >>> sorted(metrics)[:2]                                    # doctest: +SKIP
+        ['learner_update_timer', 'num_module_steps_trained']
+    """
+
+    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec):
+        self.config = config
+        self.device = resolve_device(config.num_gpus_per_learner)
+        if config.seed is not None:
+            torch.manual_seed(config.seed)
+        self.module = module_spec.build().to(self.device)
+        self.optimizer = torch.optim.Adam(self.module.parameters(), lr=config.lr)
+        self._to_tensor = NumpyToTensor(device=self.device)
+
+    @abstractmethod
+    def compute_loss_for_module(
+        self, *, module_id: str, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Returns the loss to minimize and named scalar tensors to report."""
+
+    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
+        """One gradient step on ``batch``; returns the step's metrics as floats."""
+        started = time.perf_counter()
+        tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
+        fwd_out = self.module.forward_train(tensors)
+        loss, stats = self.compute_loss_for_module(
+            module_id=DEFAULT_MODULE_ID, batch=tensors, fwd_out=fwd_out
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        reported = {"total_loss": loss.detach(), **{k: v.detach() for k, v in stats.items()}}
+        if self.config.grad_clip is not None:
+            reported["gradients_global_norm"] = self._clip_gradients()
+        self.optimizer.step()
+        values = torch.stack(list(reported.values())).tolist()
+        metrics = dict(zip(reported, values))
+        metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
+        metrics["learner_update_timer"] = time.perf_counter() - started
+        return metrics
+
+    def _clip_gradients(self) -> torch.Tensor:
+        parameters = [p for p in self.module.parameters() if p.grad is not None]
+        clip, by = self.config.grad_clip, self.config.grad_clip_by
+        norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
+        if by == "global_norm":
+            torch.nn.utils.clip_grad_norm_(parameters, clip)
+        elif by == "norm":
+            for parameter in parameters:
+                torch.nn.utils.clip_grad_norm_([parameter], clip)
+        else:
+            torch.nn.utils.clip_grad_value_(parameters, clip)
+        return norm.detach()
+
+    def get_state(self) -> dict[str, Any]:
+        """Module weights and optimizer state."""
+        return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores what ``get_state`` returned."""
+        self.module.load_state_dict(state["module"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def save_state(self, path: str | Path) -> None:
+        """Writes the state to ``path`` (a torch file)."""
+        torch.save(self.get_state(), path)
+
+    def load_state(self, path: str | Path) -> None:
+        """Reads a state written by ``save_state`` (tensors only: nothing in it is executed)."""
+        self.set_state(torch.load(path, map_location=self.device, weights_only=True))

@@ -1,0 +1,123 @@
+"""The default torch policy network: an MLP with a categorical or diagonal-Gaussian head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from offline_rl.columns import Columns
+from offline_rl.core.distributions import TorchCategorical, TorchDiagGaussian
+from offline_rl.core.rl_module_spec import DefaultModelConfig
+
+_ACTIVATIONS = {
+    "tanh": nn.Tanh,
+    "relu": nn.ReLU,
+    "silu": nn.SiLU,
+    "swish": nn.SiLU,
+    "elu": nn.ELU,
+    "linear": nn.Identity,
+}
+
+
+def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Sequential:
+    """Linear layers of the given sizes, each followed by ``activation`` (but maybe the last)."""
+    layers: list[nn.Module] = []
+    for i, (size_in, size_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(size_in, size_out))
+        if activate_last or i < len(sizes) - 2:
+            layers.append(_ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+class DefaultTorchRLModule(nn.Module):
+    """MLP policy for Box observations and Discrete (categorical) or Box (Gaussian) actions.
+
+    ``forward_train``/``forward_inference``/``forward_exploration`` return ``action_dist_inputs``,
+    which ``get_*_action_dist_cls()`` turns into a distribution (RLlib's RLModule contract).
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> module = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2),
+        ...                               DefaultModelConfig(fcnet_hiddens=[32]))
+        >>> module.forward_train({"obs": torch.zeros(3, 4)})["action_dist_inputs"].shape
+        torch.Size([3, 2])
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        model_config: DefaultModelConfig,
+    ):
+        super().__init__()
+        if not isinstance(observation_space, gym.spaces.Box | gym.spaces.Discrete):
+            raise ValueError(f"DefaultTorchRLModule reads Box or Discrete observations, got "
+                             f"{observation_space}; write a custom module for other spaces")
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.model_config = model_config
+        if isinstance(action_space, gym.spaces.Discrete):
+            self._dist_cls = TorchCategorical
+            outputs = TorchCategorical.required_input_dim(int(action_space.n))
+        elif isinstance(action_space, gym.spaces.Box):
+            self._dist_cls = TorchDiagGaussian
+            outputs = TorchDiagGaussian.required_input_dim(int(np.prod(action_space.shape)))
+        else:
+            raise ValueError(f"DefaultTorchRLModule supports Discrete or Box actions, got "
+                             f"{action_space}")
+        obs_dim = (int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
+                   else int(np.prod(observation_space.shape)))
+        hiddens = list(model_config.fcnet_hiddens)
+        self.encoder = mlp([obs_dim, *hiddens], model_config.fcnet_activation)
+        head_sizes = [hiddens[-1] if hiddens else obs_dim, *model_config.head_fcnet_hiddens]
+        free_log_std = model_config.free_log_std and self._dist_cls is TorchDiagGaussian
+        self.pi = mlp([*head_sizes, outputs // 2 if free_log_std else outputs],
+                      model_config.head_fcnet_activation, activate_last=False)
+        self.log_std = nn.Parameter(torch.zeros(outputs // 2)) if free_log_std else None
+
+    def _encode_obs(self, obs: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.observation_space, gym.spaces.Discrete):
+            return nn.functional.one_hot(obs.long(), int(self.observation_space.n)).float()
+        return obs.reshape(obs.shape[0], -1).float()
+
+    def _dist_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        outputs = self.pi(self.encoder(self._encode_obs(batch[Columns.OBS])))
+        if self.log_std is not None:
+            return torch.cat([outputs, self.log_std.expand_as(outputs)], dim=-1)
+        if self._dist_cls is TorchDiagGaussian:
+            loc, log_std = outputs.chunk(2, dim=-1)
+            clip = self.model_config.log_std_clip_param
+            return torch.cat([loc, log_std.clamp(-clip, clip)], dim=-1)
+        return outputs
+
+    def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Outputs for the loss."""
+        return {Columns.ACTION_DIST_INPUTS: self._dist_inputs(batch)}
+
+    def forward_inference(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Outputs for acting greedily."""
+        with torch.no_grad():
+            return {Columns.ACTION_DIST_INPUTS: self._dist_inputs(batch)}
+
+    forward_exploration = forward_inference
+
+    def get_train_action_dist_cls(self) -> type:
+        """The distribution class ``action_dist_inputs`` parameterize."""
+        return self._dist_cls
+
+    get_inference_action_dist_cls = get_train_action_dist_cls
+    get_exploration_action_dist_cls = get_train_action_dist_cls
+
+    def compute_actions(self, obs: Any, explore: bool = False) -> np.ndarray:
+        """Actions for a batch of observations, as numpy (greedy unless ``explore``)."""
+        device = next(self.parameters()).device
+        obs_tensor = torch.as_tensor(np.asarray(obs), device=device)
+        forward = self.forward_exploration if explore else self.forward_inference
+        dist = self._dist_cls.from_logits(forward({Columns.OBS: obs_tensor})[
+            Columns.ACTION_DIST_INPUTS])
+        actions = dist.sample() if explore else dist.deterministic_sample()
+        return actions.cpu().numpy()

@@ -1,0 +1,1 @@
+"""Reading offline data: input files -> Ray Data -> PreLearner actor pool -> train batches."""

@@ -1,0 +1,153 @@
+"""``BatchStream``: epochs of a Ray Dataset, cut into train batches of an exact size."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Batch = dict[str, np.ndarray]
+
+_EPOCH_END = "epoch_end"
+_BATCH = "batch"
+_ERROR = "error"
+_POLL_S = 0.1
+
+
+@dataclass
+class StreamStats:
+    """What the stream did so far, as seen by its consumer."""
+
+    #: Epochs the consumer has read to the end.
+    epochs_completed: int = 0
+    #: Rows in each completed epoch.
+    epoch_rows: list[int] = field(default_factory=list)
+    #: Seconds the consumer waited for data in total.
+    wait_s: float = 0.0
+    #: Seconds from ``start()`` until the first fetched batch arrived.
+    first_batch_wait_s: float | None = None
+
+
+class BatchStream:
+    """Runs epochs in a background thread and hands out batches of exactly ``n`` rows.
+
+    ``open_dataset()`` runs in the thread (reading and mapping may take seconds); each epoch is
+    ``epoch_batches(dataset, epoch)``, an iterable of column dicts of any size. ``next_batch(n)``
+    slices them into train batches, straddling fetched batches and epoch boundaries, so every
+    row of every epoch is used once. Errors in the thread are raised by ``next_batch``.
+
+    Example:
+        >>> import numpy as np
+        >>> stream = BatchStream(lambda: np.arange(10),
+        ...                      lambda data, epoch: [{"x": data[:6]}, {"x": data[6:]}]).start()
+        >>> [stream.next_batch(4)["x"].tolist() for _ in range(3)]
+        [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
+        >>> stream.stats.epochs_completed, stream.stats.epoch_rows
+        (1, [10])
+        >>> stream.stop()
+    """
+
+    def __init__(self, open_dataset: Callable[[], object],
+                 epoch_batches: Callable[[object, int], Iterable[Batch]], *,
+                 max_queued_batches: int = 4):
+        self._open_dataset = open_dataset
+        self._epoch_batches = epoch_batches
+        self._queue: queue.Queue = queue.Queue(maxsize=max_queued_batches)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="offline-rl-batch-stream",
+                                        daemon=True)
+        self._pending: list[Batch] = []
+        self._pending_rows = 0
+        self._epoch_rows = 0
+        self._started_at = 0.0
+        self._failed: BaseException | None = None
+        self.stats = StreamStats()
+
+    def start(self) -> BatchStream:
+        """Starts the background thread; returns ``self``."""
+        self._started_at = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            dataset = self._open_dataset()
+            epoch = 0
+            while not self._stopping.is_set():
+                rows = 0
+                for batch in self._epoch_batches(dataset, epoch):
+                    if self.stats.first_batch_wait_s is None:
+                        self.stats.first_batch_wait_s = time.perf_counter() - self._started_at
+                    rows += _num_rows(batch)
+                    if not self._put((_BATCH, batch)):
+                        return
+                if rows == 0:
+                    raise ValueError("the dataset is empty: an epoch produced no rows")
+                if not self._put((_EPOCH_END, rows)):
+                    return
+                epoch += 1
+        except Exception as error:  # noqa: BLE001 - handed to the consumer thread
+            self._put((_ERROR, error))
+
+    def _put(self, item: tuple) -> bool:
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=_POLL_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _get(self) -> tuple:
+        if self._failed is not None:
+            raise self._failed
+        started = time.perf_counter()
+        item = self._queue.get()
+        self.stats.wait_s += time.perf_counter() - started
+        if item[0] == _ERROR:
+            self._failed = item[1]
+            raise self._failed
+        return item
+
+    def next_batch(self, num_rows: int) -> Batch:
+        """The next ``num_rows`` rows as a dict of numpy columns."""
+        while self._pending_rows < num_rows:
+            kind, payload = self._get()
+            if kind == _EPOCH_END:
+                self.stats.epochs_completed += 1
+                self.stats.epoch_rows.append(payload)
+                continue
+            self._pending.append(payload)
+            self._pending_rows += _num_rows(payload)
+        return self._take(num_rows)
+
+    def _take(self, num_rows: int) -> Batch:
+        parts, needed = [], num_rows
+        while needed:
+            head = self._pending[0]
+            rows = _num_rows(head)
+            if rows <= needed:
+                parts.append(self._pending.pop(0))
+                needed -= rows
+            else:
+                parts.append({name: column[:needed] for name, column in head.items()})
+                self._pending[0] = {name: column[needed:] for name, column in head.items()}
+                needed = 0
+        self._pending_rows -= num_rows
+        if len(parts) == 1:
+            return parts[0]
+        return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+    def stop(self) -> None:
+        """Stops the background thread (it finishes the fetch in progress) and drops queued data."""
+        self._stopping.set()
+        self._thread.join(timeout=30)
+        self._pending.clear()
+
+
+def _num_rows(batch: Batch) -> int:
+    return len(next(iter(batch.values())))

@@ -1,0 +1,97 @@
+"""``OfflineData``: the Ray Dataset of train batches one learner consumes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import numpy as np
+import ray
+import ray.data
+
+from offline_rl.data.batch_stream import BatchStream
+from offline_rl.data.input_reader import check_local_parquet, input_paths, read_input
+from offline_rl.data.resources import prelearner_pool_kwargs
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+#: Rows per PreLearner call, in train batches, unless ``input_read_batch_size`` is set.
+ROWS_PER_PRELEARNER_CALL = 32
+#: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
+ROWS_PER_FETCH = 8
+#: Default prefetch depth of ``iter_batches``.
+DEFAULT_PREFETCH_BATCHES = 2
+
+
+class OfflineData:
+    """Reads the input with Ray Data, maps it through an actor pool of PreLearners, and streams
+    train batches of exactly ``train_batch_size_per_learner`` rows, epoch after epoch.
+
+    Construction checks local Parquet input (paths, columns, observation shape) without starting
+    any Ray work. ``start()`` builds the pipeline in a background thread, so the caller can build
+    its learner meanwhile. With ``materialize_mapped_data=True`` (the default) the mapped data is
+    kept in Ray's object store after the first pass, and later epochs only re-shuffle it.
+
+    Example:
+        >>> data = OfflineData(config, (observation_space, action_space))  # doctest: +SKIP
+        >>> batch = data.start().sample()                                   # doctest: +SKIP
+        >>> len(batch["obs"]) == config.train_batch_size_per_learner        # doctest: +SKIP
+        True
+        >>> data.stop()                                                     # doctest: +SKIP
+    """
+
+    def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space]):
+        self.config = config
+        self.spaces = spaces
+        self.paths = input_paths(config.input_)
+        if config.input_read_method == "read_parquet":
+            check_local_parquet(self.paths, config.input_read_schema, spaces[0])
+        self.batch_size = config.train_batch_size_per_learner
+        self.stream: BatchStream | None = None
+
+    def start(self) -> OfflineData:
+        """Sizes the PreLearner pool for the cluster and starts streaming; returns ``self``."""
+        self._pool_kwargs = prelearner_pool_kwargs(
+            self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=0
+        )
+        self.stream = BatchStream(self.build_mapped_dataset, self._epoch_batches).start()
+        return self
+
+    def build_mapped_dataset(self) -> ray.data.Dataset:
+        """read -> ``map_batches(PreLearner)`` (-> ``materialize`` if configured)."""
+        config = self.config
+        dataset = read_input(config).map_batches(
+            config.resolved_prelearner_class(),
+            batch_size=config.input_read_batch_size or ROWS_PER_PRELEARNER_CALL * self.batch_size,
+            batch_format="pyarrow",
+            fn_constructor_kwargs={"config": config, "spaces": self.spaces},
+            **self._pool_kwargs,
+        )
+        return dataset.materialize() if config.materialize_mapped_data else dataset
+
+    def _epoch_batches(self, dataset: ray.data.Dataset, epoch: int) -> Iterable[dict[str, Any]]:
+        fetch_rows = ROWS_PER_FETCH * self.batch_size
+        kwargs: dict[str, Any] = {
+            "prefetch_batches": DEFAULT_PREFETCH_BATCHES,
+            "local_shuffle_buffer_size": 2 * fetch_rows,
+            **self.config.iter_batches_kwargs,
+        }
+        if kwargs["local_shuffle_buffer_size"] and "local_shuffle_seed" not in kwargs:
+            seed = self.config.seed
+            kwargs["local_shuffle_seed"] = None if seed is None else seed + epoch
+        return dataset.iter_batches(batch_size=fetch_rows, batch_format="numpy", **kwargs)
+
+    def sample(self, num_samples: int | None = None) -> dict[str, np.ndarray]:
+        """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
+        as a dict of numpy columns."""
+        if self.stream is None:
+            raise RuntimeError("call OfflineData.start() before sample()")
+        return self.stream.next_batch(num_samples or self.batch_size)
+
+    def stop(self) -> None:
+        """Stops streaming and releases the pipeline's Ray resources."""
+        if self.stream is not None:
+            self.stream.stop()
+            self.stream = None

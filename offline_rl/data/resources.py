@@ -1,0 +1,51 @@
+"""Sizing the PreLearner actor pool so it fits the Ray cluster it runs on."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: CPUs a Ray Data read task holds while the pool runs.
+READ_TASK_CPUS = 1.0
+#: Most PreLearner actors started by default (more rarely helps a single learner).
+DEFAULT_MAX_ACTORS = 4
+
+
+def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapping[str, float],
+                           reserved_cpus: float) -> dict[str, Any]:
+    """``map_batches`` keyword arguments for the PreLearner pool.
+
+    ``requested`` is the user's ``map_batches_kwargs``; ``reserved_cpus`` are CPUs the learners
+    hold. By default each actor takes 1 CPU and as many actors start as fit beside one read task
+    (at least 1, at most ``DEFAULT_MAX_ACTORS``). A request that cannot fit raises instead of
+    stalling forever, as an actor pool waiting for CPUs that never free up would.
+
+    Example:
+        >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)
+        {'num_cpus': 1, 'concurrency': 1}
+    """
+    if "batch_size" in requested:
+        raise ValueError(
+            "map_batches_kwargs['batch_size'] is chosen by offline-rl; set "
+            "config.offline_data(input_read_batch_size=...) to change how many rows a "
+            "PreLearner call receives"
+        )
+    kwargs = dict(requested)
+    kwargs.setdefault("num_cpus", 1)
+    cpus_per_actor = float(kwargs["num_cpus"])
+    total = float(cluster_resources.get("CPU", 0))
+    free = total - READ_TASK_CPUS - reserved_cpus
+    if "concurrency" not in kwargs:
+        fitting = int(free // cpus_per_actor) if cpus_per_actor else DEFAULT_MAX_ACTORS
+        kwargs["concurrency"] = max(1, min(DEFAULT_MAX_ACTORS, fitting))
+    concurrency = kwargs["concurrency"]
+    minimum = concurrency[0] if isinstance(concurrency, tuple | list) else concurrency
+    needed = minimum * cpus_per_actor + READ_TASK_CPUS + reserved_cpus
+    if needed > total:
+        raise ValueError(
+            f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor} CPU + "
+            f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners = {needed} "
+            f"CPUs, but the Ray cluster has {total:g}. Lower "
+            "map_batches_kwargs['concurrency'] or ['num_cpus'], or add CPUs."
+        )
+    return kwargs

@@ -1,0 +1,194 @@
+"""Tabular rows (one row per timestep, RLlib's column layout) -> episodes or train columns.
+
+Two equivalent paths: ``rows_to_episodes`` builds one single-step ``SingleAgentEpisode`` per
+row exactly as RLlib's ``OfflinePreLearner._map_to_episodes`` does (needed by custom PreLearners
+and connectors), and ``rows_to_train_columns`` produces the same train batch the default learner
+pipeline would produce from those episodes, with whole-column numpy operations (the hot path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+
+from offline_rl.columns import SCHEMA, Columns
+from offline_rl.episode import SingleAgentEpisode
+
+
+class DataFormatError(ValueError):
+    """The data does not have the layout offline-rl reads; the message says where and why."""
+
+
+#: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
+REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
+#: Episode fields that are bookkeeping, not train columns.
+_BOOKKEEPING = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID, Columns.T, Columns.INFOS)
+_DONES = "dones"
+
+
+def resolve_schema(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    """The default ``SCHEMA`` with the user's ``input_read_schema`` entries applied."""
+    schema = dict(SCHEMA)
+    schema.update(overrides or {})
+    return schema
+
+
+def missing_columns(column_names: Iterable[str], schema: Mapping[str, str]) -> list[str]:
+    """Data columns the schema needs but the data lacks (``terminateds`` or ``dones``)."""
+    present = set(column_names)
+    missing = [schema[field] for field in REQUIRED_FIELDS if schema[field] not in present]
+    if schema[Columns.TERMINATEDS] not in present and schema[_DONES] not in present:
+        missing.append(schema[Columns.TERMINATEDS])
+    return missing
+
+
+def _check_columns(column_names: Iterable[str], schema: Mapping[str, str], where: str) -> None:
+    missing = missing_columns(column_names, schema)
+    if missing:
+        raise DataFormatError(
+            f"{where} has no column(s) {missing} (columns: {sorted(column_names)}). Rename the "
+            "columns or map them with config.offline_data(input_read_schema={field: column})."
+        )
+
+
+def train_column_names(column_names: Iterable[str], schema: Mapping[str, str]) -> list[str]:
+    """The data columns a train batch is built from: mapped fields plus unmapped extras."""
+    names = list(column_names)
+    _check_columns(names, schema, "the data")
+    bookkeeping = {schema[field] for field in _BOOKKEEPING}
+    return [name for name in names if name not in bookkeeping]
+
+
+def column_to_numpy(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
+    """One Arrow column as a numpy array: tensor extension types, fixed-size lists and lists of
+    equal length become ``(rows, *shape)`` arrays; nulls and ragged rows are errors."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count:
+        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+        raise DataFormatError(f"column {name!r} has a missing (null) value in row {row}")
+    if isinstance(column.type, pa.ExtensionType):
+        return column.to_numpy()
+    if pa.types.is_fixed_size_list(column.type):
+        values = column_to_numpy(column.flatten(), name)
+        return values.reshape(len(column), column.type.list_size, *values.shape[1:])
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        lengths = column.value_lengths().to_numpy(zero_copy_only=False)
+        if len(lengths) and (lengths != lengths[0]).any():
+            row = int(np.flatnonzero(lengths != lengths[0])[0])
+            raise DataFormatError(
+                f"column {name!r} is ragged: row 0 has {lengths[0]} values but row {row} has "
+                f"{lengths[row]}; every row must hold an array of the same shape"
+            )
+        values = column_to_numpy(column.flatten(), name)
+        width = int(lengths[0]) if len(lengths) else 0
+        return values.reshape(len(column), width, *values.shape[1:])
+    return column.to_numpy(zero_copy_only=False)
+
+
+def table_to_numpy(table: pa.Table, columns: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+    """The table's columns (all, or the named ones) as numpy arrays."""
+    names = table.column_names if columns is None else list(columns)
+    return {name: column_to_numpy(table.column(name), name) for name in names}
+
+
+def check_shape(values: np.ndarray, column: str, space: gym.Space | None) -> None:
+    """Raises if the per-row shape of ``values`` does not match ``space``."""
+    if isinstance(space, gym.spaces.Box) and values.shape[1:] != space.shape:
+        raise DataFormatError(
+            f"column {column!r} has per-row shape {values.shape[1:]} but the observation space "
+            f"expects {space.shape}; check the data or config.environment(observation_space=...)"
+        )
+
+
+def _observations(rows: Mapping[str, np.ndarray], column: str,
+                  space: gym.Space | None) -> np.ndarray:
+    values = rows[column]
+    check_shape(values, column, space)
+    if isinstance(space, gym.spaces.Box):
+        return values.astype(space.dtype, copy=False)
+    return values
+
+
+def _done_flags(rows: Mapping[str, np.ndarray],
+                schema: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    if schema[Columns.TERMINATEDS] in rows:
+        terminateds = rows[schema[Columns.TERMINATEDS]].astype(bool, copy=False)
+        truncated_column = rows.get(schema[Columns.TRUNCATEDS])
+        truncateds = (np.zeros(len(terminateds), dtype=bool) if truncated_column is None
+                      else truncated_column.astype(bool, copy=False))
+    else:
+        terminateds = rows[schema[_DONES]].astype(bool, copy=False)
+        truncateds = np.zeros(len(terminateds), dtype=bool)
+    return terminateds, truncateds
+
+
+def _extra_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str]) -> list[str]:
+    mapped = set(schema.values())
+    return [name for name in rows if name not in mapped]
+
+
+def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
+                          observation_space: gym.Space | None = None) -> dict[str, np.ndarray]:
+    """Tabular rows -> the default learner pipeline's train batch, column by column.
+
+    Equal (values and dtypes) to running ``rows_to_episodes`` through the default pipeline.
+    """
+    _check_columns(rows, schema, "the data")
+    terminateds, truncateds = _done_flags(rows, schema)
+    columns = {
+        Columns.OBS: _observations(rows, schema[Columns.OBS], observation_space),
+        Columns.ACTIONS: rows[schema[Columns.ACTIONS]],
+        Columns.REWARDS: rows[schema[Columns.REWARDS]],
+        Columns.TERMINATEDS: terminateds,
+        Columns.TRUNCATEDS: truncateds,
+    }
+    columns.update({name: rows[name] for name in _extra_columns(rows, schema)})
+    columns[Columns.NEXT_OBS] = _observations(rows, schema[Columns.NEXT_OBS], observation_space)
+    return columns
+
+
+def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
+                     observation_space: gym.Space | None = None,
+                     action_space: gym.Space | None = None) -> list[SingleAgentEpisode]:
+    """One single-step ``SingleAgentEpisode`` per row (RLlib's tabular mapping): observations
+    ``[obs, new_obs]``, the row's action and reward, its done flags, and every unmapped column as
+    an extra model output."""
+    _check_columns(rows, schema, "the data")
+    obs = _observations(rows, schema[Columns.OBS], observation_space)
+    next_obs = _observations(rows, schema[Columns.NEXT_OBS], observation_space)
+    actions, rewards = rows[schema[Columns.ACTIONS]], rows[schema[Columns.REWARDS]]
+    terminateds, truncateds = _done_flags(rows, schema)
+    ids = rows.get(schema[Columns.EPS_ID])
+    starts = rows.get(schema[Columns.T])
+    infos = rows.get(schema[Columns.INFOS])
+    extras = _extra_columns(rows, schema)
+    episodes = []
+    for i in range(len(obs)):
+        episodes.append(SingleAgentEpisode(
+            id_=None if ids is None else _as_id(ids[i]),
+            observations=[obs[i], next_obs[i]],
+            observation_space=observation_space,
+            infos=[{}, _as_info(infos[i]) if infos is not None else {}],
+            actions=[actions[i]],
+            action_space=action_space,
+            rewards=[rewards[i]],
+            terminated=bool(terminateds[i]),
+            truncated=bool(truncateds[i]),
+            extra_model_outputs={name: [rows[name][i]] for name in extras},
+            t_started=None if starts is None else int(starts[i]),
+            len_lookback_buffer=0,
+        ).to_numpy())
+    return episodes
+
+
+def _as_id(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _as_info(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,1 @@
+"""Evaluating policies in environments."""

@@ -1,0 +1,125 @@
+"""Episode state bytes: RLlib-identical packing, safe unpacking."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import msgpack
+import msgpack_numpy
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from offline_rl.codec import pack_episode_state, unpack_episode_state
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"
+
+
+def fixture_payloads() -> list[tuple[str, bytes]]:
+    """(file name, item bytes) of every episode RLlib recorded in the fixture."""
+    return [(path.name, item)
+            for path in sorted(FIXTURES.rglob("*.parquet"))
+            for item in pq.read_table(path).column("item").to_pylist()]
+
+
+class Touch:
+    """Unpickling this creates ``path``: a stand-in for code a malicious file would run."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        return Path.touch, (self.path,)
+
+
+def test_round_trip_of_numpy_values():
+    state = {
+        "obs": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "actions": np.array([1, 0, 1], dtype=np.int64),
+        "flags": np.array([True, False]),
+        "zero_d": np.array(7, dtype=np.int16),
+        "empty": np.zeros((0, 4), dtype=np.float64),
+        "scalars": [np.float32(0.5), np.int32(-3), np.bool_(True), np.complex64(1 - 2j)],
+        "complex": 3 + 4j,
+        "structured": np.array([(1, [2.0, 3.0])], dtype=[("a", "<i4"), ("b", "<f8", (2,))]),
+        "plain": {"nested": [1, "two", None, 3.5], 7: b"bytes"},
+    }
+    restored = unpack_episode_state(pack_episode_state(state))
+    assert list(restored) == list(state)
+    for key in ("obs", "actions", "flags", "zero_d", "empty", "structured"):
+        assert restored[key].dtype == state[key].dtype and restored[key].shape == state[key].shape
+        np.testing.assert_array_equal(restored[key], state[key])
+    assert [type(v) for v in restored["scalars"]] == [type(v) for v in state["scalars"]]
+    assert restored["scalars"] == state["scalars"]
+    assert restored["complex"] == 3 + 4j
+    assert restored["plain"] == {"nested": [1, "two", None, 3.5], 7: b"bytes"}
+
+
+def test_decoded_arrays_are_writable():
+    restored = unpack_episode_state(pack_episode_state({"obs": np.zeros(3)}))
+    restored["obs"][0] = 1.0
+    assert restored["obs"][0] == 1.0
+
+
+def test_packing_is_msgpack_numpys():
+    state = {"obs": [np.ones(2, np.float32)], "done": np.bool_(True), "r": [1.0]}
+    assert pack_episode_state(state) == msgpack.packb(state, default=msgpack_numpy.encode)
+
+
+def test_fixture_rows_decode_like_msgpack_numpy_and_repack_byte_identical():
+    payloads = fixture_payloads()
+    assert len(payloads) == 20
+    for name, item in payloads:
+        state = unpack_episode_state(item, where=name)
+        reference = msgpack.unpackb(item, object_hook=msgpack_numpy.decode, raw=False,
+                                    strict_map_key=False)
+        np.testing.assert_equal(state, reference)
+        assert pack_episode_state(state) == item
+
+
+def _object_array_payload(marker: Path) -> bytes:
+    """What msgpack-numpy writes for an object array: a pickle under kind b"O"."""
+    evil = {b"nd": True, b"type": [["", "|O"]], b"kind": b"O", b"shape": [1],
+            b"data": pickle.dumps(np.array([Touch(marker)], dtype=object))}
+    return msgpack.packb({"id_": "x", "observations": {"data": evil}})
+
+
+def test_object_array_is_refused_and_never_unpickled(tmp_path):
+    marker = tmp_path / "pwned"
+    payload = _object_array_payload(marker)
+    with pytest.raises(ValueError, match=r"^episodes\.parquet: payload holds a pickled object "
+                                         r"array .*refused"):
+        unpack_episode_state(payload, where="episodes.parquet")
+    assert not marker.exists()
+    # The payload is live: msgpack-numpy's own decoder runs it.
+    msgpack.unpackb(payload, object_hook=msgpack_numpy.decode, raw=False)
+    assert marker.exists()
+
+
+def test_object_dtype_without_kind_is_refused(tmp_path):
+    disguised = {b"nd": True, b"type": "|O", b"kind": b"", b"shape": [1], b"data": b"\0" * 8}
+    with pytest.raises(ValueError, match="object dtype"):
+        unpack_episode_state(msgpack.packb({"x": disguised}), where="f")
+
+
+@pytest.mark.parametrize("data", [b"\xc1", b"", b"\x82\xa1a"], ids=["reserved", "empty", "cut"])
+def test_corrupt_bytes_name_where(data):
+    with pytest.raises(ValueError, match=r"^run-1/part\.parquet: corrupt episode payload: "):
+        unpack_episode_state(data, where="run-1/part.parquet")
+
+
+def test_truncated_fixture_row_and_bad_array_bytes():
+    name, item = fixture_payloads()[0]
+    with pytest.raises(ValueError, match=f"^{name}: corrupt episode payload"):
+        unpack_episode_state(item[: len(item) // 2], where=name)
+    short = {b"nd": True, b"type": "<f4", b"kind": b"", b"shape": [4], b"data": b"\0" * 5}
+    with pytest.raises(ValueError, match="corrupt episode payload"):
+        unpack_episode_state(msgpack.packb({"obs": short}))
+
+
+def test_non_map_payload_is_rejected():
+    with pytest.raises(ValueError, match="^f: episode payload is a list, not a map"):
+        unpack_episode_state(msgpack.packb([1, 2]), where="f")
+    with pytest.raises(ValueError, match="^episode payload is a int"):
+        unpack_episode_state(msgpack.packb(3))

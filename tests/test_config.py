@@ -1,0 +1,108 @@
+"""AlgorithmConfig: builders, validation messages, dict/YAML round trip."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+from connectors import BatchIndividualItems, ConnectorV2
+from offline_rl import AlgorithmConfig, BCConfig
+
+
+def valid() -> BCConfig:
+    return BCConfig().environment("CartPole-v1").offline_data(input_="data/x")
+
+
+def test_builders_chain_and_set_fields():
+    config = valid().training(lr=0.01, grad_clip=1.0).debugging(seed=3)
+    assert (config.lr, config.grad_clip, config.seed) == (0.01, 1.0, 3)
+    assert config.training(grad_clip=None).grad_clip is None
+    valid().validate()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda c: c.training(lr=0), "lr"),
+    (lambda c: c.training(train_batch_size_per_learner=0), "train_batch_size_per_learner"),
+    (lambda c: c.training(grad_clip_by="max"), "grad_clip_by"),
+    (lambda c: c.offline_data(input_=None), "input_"),
+    (lambda c: c.offline_data(map_batches_kwargs={"batch_size": 8}), "map_batches_kwargs"),
+    (lambda c: c.offline_data(iter_batches_kwargs={"drop_last": True}), "iter_batches_kwargs"),
+    (lambda c: c.offline_data(dataset_num_iters_per_learner=0), "dataset_num_iters_per_learner"),
+    (lambda c: c.evaluation(evaluation_duration_unit="timesteps"), "evaluation_duration_unit"),
+    (lambda c: c.rl_module(model_config={"fcnet_activation": "sigmoid"}), "model_config"),
+    (lambda c: c.rl_module(model_config={"hidden": [8]}), "model_config"),
+    (lambda c: c.environment(env=None), "environment"),
+    (lambda c: c.learners(num_gpus_per_learner=1, num_cpus_per_learner=2),
+     "num_cpus_per_learner"),
+])
+def test_validation_names_the_field(change, field):
+    with pytest.raises(ValueError, match=rf"\n  {field}: "):
+        change(valid()).validate()
+
+
+@pytest.mark.parametrize("option, value", [
+    ("input_read_episodes", True), ("input_compress_columns", ["obs"]), ("output", "out/"),
+    ("prelearner_buffer_class", "x:Y"), ("input_filesystem", "s3"),
+])
+def test_later_features_say_not_yet_supported(option, value):
+    with pytest.raises(ValueError, match=rf"{option}: not yet supported: {option}"):
+        valid().offline_data(**{option: value}).validate()
+
+
+def test_every_error_is_reported_at_once():
+    with pytest.raises(ValueError) as error:
+        valid().training(lr=-1, train_batch_size_per_learner=0).validate()
+    assert "lr:" in str(error.value) and "train_batch_size_per_learner:" in str(error.value)
+
+
+def test_spaces_without_env_are_enough():
+    BCConfig().environment(observation_space=gym.spaces.Box(-1, 1, (3,)),
+                           action_space=gym.spaces.Discrete(2)).offline_data(
+        input_="x").validate()
+
+
+def test_unknown_builder_keyword_is_an_error():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'learning_rate'"):
+        valid().training(learning_rate=0.1)
+
+
+def test_dict_and_yaml_round_trip(tmp_path):
+    config = (valid().training(lr=0.02).evaluation(evaluation_interval=3)
+              .environment(observation_space=gym.spaces.Box(-1, 1, (4,)),
+                           action_space=gym.spaces.Discrete(2))
+              .rl_module(model_config={"fcnet_hiddens": [32]}).debugging(seed=1))
+    config.to_yaml(tmp_path / "c.yaml")
+    loaded = AlgorithmConfig.from_yaml(tmp_path / "c.yaml")
+    assert isinstance(loaded, BCConfig)
+    assert loaded.to_dict() == config.to_dict()
+    assert loaded.observation_space == config.observation_space
+
+
+def test_from_dict_names_unknown_sections_and_keys():
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['lerning_rate'\] in section 'training'"):
+        AlgorithmConfig.from_dict({"algorithm": "BC", "training": {"lerning_rate": 1}})
+    with pytest.raises(ValueError, match="unknown config section 'trainig'"):
+        AlgorithmConfig.from_dict({"algorithm": "BC", "trainig": {}})
+    with pytest.raises(ValueError, match="unknown algorithm 'PPO'"):
+        AlgorithmConfig.from_dict({"algorithm": "PPO"})
+
+
+def test_yaml_refuses_python_callables(tmp_path):
+    config = valid().environment(env=lambda env_config: gym.make("CartPole-v1"))
+    with pytest.raises(ValueError, match="cannot be written to YAML"):
+        config.to_yaml(tmp_path / "c.yaml")
+
+
+class Tag(ConnectorV2):
+    def __call__(self, *, rl_module, batch, episodes, **kwargs):
+        return batch
+
+
+def test_learner_connector_pieces_come_before_the_defaults():
+    config = valid().training(learner_connector=lambda obs_space, act_space: [Tag(), Tag()])
+    names = [piece.name for piece in config.build_learner_connector(None, None)]
+    assert names[:2] == ["Tag", "Tag"] and names[-1] == "BatchIndividualItems"
+    bare = valid().training(learner_connector=lambda o, a: Tag(),
+                            add_default_connectors_to_learner_pipeline=False)
+    assert [p.name for p in bare.build_learner_connector(None, None)] == ["Tag"]
+    assert BatchIndividualItems not in {type(p) for p in bare.build_learner_connector(None, None)}

@@ -1,0 +1,91 @@
+"""OfflineData on a real local Ray instance: exact batches, epochs, resources, bad input."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from offline_rl import OfflineData
+from offline_rl.data.resources import prelearner_pool_kwargs
+from offline_rl.data.tabular import DataFormatError
+
+SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
+
+
+@pytest.mark.parametrize("materialize", [True, False])
+def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config, materialize):
+    config = bc_config.offline_data(materialize_mapped_data=materialize,
+                                    iter_batches_kwargs={"local_shuffle_buffer_size": None})
+    data = OfflineData(config, SPACES).start()
+    try:
+        rows_per_epoch = 20_000  # 40 episodes x 500 steps
+        batch_size = config.train_batch_size_per_learner
+        seen = []
+        while data.stream.stats.epochs_completed < 2:
+            batch = data.sample()
+            assert {len(column) for column in batch.values()} == {batch_size}
+            seen.append(batch["obs"])
+        assert data.stream.stats.epoch_rows[:2] == [rows_per_epoch, rows_per_epoch]
+        first_epoch = np.concatenate(seen)[:rows_per_epoch]
+        assert len(np.unique(first_epoch, axis=0)) == rows_per_epoch
+        assert sorted(batch) == ["action_dist_inputs", "action_logp", "actions", "new_obs",
+                                 "obs", "rewards", "terminateds", "truncateds"]
+        assert batch["obs"].dtype == np.float32 and batch["obs"].shape == (batch_size, 4)
+    finally:
+        data.stop()
+
+
+def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):
+    config = bc_config.offline_data(prelearner_class="tests.prelearners:NegatedRewards")
+    data = OfflineData(config, SPACES).start()
+    try:
+        assert (data.sample()["rewards"] == -1.0).all()
+    finally:
+        data.stop()
+
+
+def test_errors_in_the_actor_pool_reach_the_caller(ray_session, tmp_path, bc_config):
+    rows = pa.table({"obs": [[0.0] * 4, [0.0, 1.0]], "new_obs": [[0.0] * 4, [0.0] * 4],
+                     "actions": [0, 1], "rewards": [1.0, 1.0], "terminateds": [False, True]})
+    pq.write_table(rows, tmp_path / "ragged.parquet")
+    data = OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES).start()
+    try:
+        with pytest.raises(Exception, match="'obs' is ragged"):
+            data.sample()
+    finally:
+        data.stop()
+
+
+def test_missing_path_and_folder_without_parquet(tmp_path, bc_config):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        OfflineData(bc_config.offline_data(input_=str(tmp_path / "nope")), SPACES)
+    (tmp_path / "notes.txt").write_text("not data")
+    with pytest.raises(DataFormatError, match=r"no Parquet files \(\*\.parquet\) under"):
+        OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
+
+
+def test_missing_column_names_the_file(tmp_path, bc_config):
+    pq.write_table(pa.table({"obs": [[0.0] * 4], "actions": [0], "rewards": [1.0],
+                             "terminateds": [True]}), tmp_path / "part.parquet")
+    with pytest.raises(DataFormatError, match=r"part\.parquet has no column\(s\) \['new_obs'\]"):
+        OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
+
+
+def test_observation_shape_mismatch_names_column_and_space(cartpole_data, bc_config):
+    wrong = (gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
+    with pytest.raises(DataFormatError, match=r"column 'obs' holds arrays of shape \(4,\).*\(3,\)"):
+        OfflineData(bc_config, wrong)
+
+
+def test_pool_defaults_fit_the_cluster_and_impossible_requests_fail():
+    assert prelearner_pool_kwargs({}, {"CPU": 2}, 0) == {"num_cpus": 1, "concurrency": 1}
+    assert prelearner_pool_kwargs({}, {"CPU": 16}, 4)["concurrency"] == 4
+    with pytest.raises(ValueError, match="needs 2 actor.*= 3.0 CPUs.*has 2"):
+        prelearner_pool_kwargs({"concurrency": 2}, {"CPU": 2}, 0)
+    with pytest.raises(ValueError, match="batch_size"):
+        prelearner_pool_kwargs({"batch_size": 64}, {"CPU": 8}, 0)
+    assert prelearner_pool_kwargs({"concurrency": (1, 4), "num_cpus": 0.5}, {"CPU": 2}, 0)[
+        "concurrency"] == (1, 4)

@@ -1,0 +1,98 @@
+"""Tabular rows -> train columns: the vectorized path equals the per-episode path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from connectors import default_learner_pipeline
+from offline_rl.data.tabular import (
+    DataFormatError,
+    column_to_numpy,
+    resolve_schema,
+    rows_to_episodes,
+    rows_to_train_columns,
+    table_to_numpy,
+    train_column_names,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+CARTPOLE_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+
+
+def per_episode_columns(table: pa.Table, schema) -> dict[str, np.ndarray]:
+    episodes = rows_to_episodes(table_to_numpy(table), schema, CARTPOLE_OBS,
+                                gym.spaces.Discrete(2))
+    return default_learner_pipeline()(rl_module=None, batch={}, episodes=episodes)
+
+
+def vectorized_columns(table: pa.Table, schema) -> dict[str, np.ndarray]:
+    rows = table_to_numpy(table, train_column_names(table.column_names, schema))
+    return rows_to_train_columns(rows, schema, CARTPOLE_OBS)
+
+
+def assert_same_columns(left: dict, right: dict) -> None:
+    assert sorted(left) == sorted(right)
+    for name in left:
+        assert left[name].dtype == right[name].dtype, name
+        np.testing.assert_array_equal(left[name], right[name], err_msg=name)
+
+
+@pytest.mark.parametrize("source", ["ours", "rllib_fixture"])
+def test_vectorized_path_equals_per_episode_path(source, cartpole_data):
+    import ray.data  # noqa: F401 - registers Ray's tensor extension types for pyarrow
+
+    folder = cartpole_data if source == "ours" else FIXTURES / "rllib_cartpole_tabular"
+    table = pa.concat_tables(pq.read_table(f) for f in sorted(folder.rglob("*.parquet")))
+    schema = resolve_schema(None)
+    vectorized = vectorized_columns(table, schema)
+    assert len(vectorized["obs"]) == table.num_rows
+    assert_same_columns(vectorized, per_episode_columns(table, schema))
+
+
+def test_schema_override_and_legacy_dones():
+    table = pa.table({
+        "state": [[0.0, 0.1, 0.2, 0.3], [0.4, 0.5, 0.6, 0.7]],
+        "next_state": [[0.4, 0.5, 0.6, 0.7], [0.8, 0.9, 1.0, 1.1]],
+        "actions": [1, 0], "rewards": [1.0, 1.0], "dones": [False, True],
+        "logits": [[0.1, 0.2], [0.3, 0.4]],
+    })
+    schema = resolve_schema({"obs": "state", "new_obs": "next_state"})
+    vectorized = vectorized_columns(table, schema)
+    np.testing.assert_array_equal(vectorized["terminateds"], [False, True])
+    np.testing.assert_array_equal(vectorized["truncateds"], [False, False])
+    assert vectorized["logits"].shape == (2, 2)
+    assert_same_columns(vectorized, per_episode_columns(table, schema))
+
+
+def test_missing_required_column_is_named():
+    table = pa.table({"obs": [[0.0] * 4], "actions": [0], "rewards": [1.0], "terminateds": [1]})
+    with pytest.raises(DataFormatError, match=r"no column\(s\) \['new_obs'\].*input_read_schema"):
+        vectorized_columns(table, resolve_schema(None))
+
+
+def test_wrong_observation_shape_is_named():
+    table = pa.table({"obs": [[0.0] * 3], "new_obs": [[0.0] * 3], "actions": [0],
+                      "rewards": [1.0], "terminateds": [True]})
+    with pytest.raises(DataFormatError, match=r"'obs' has per-row shape \(3,\).*expects \(4,\)"):
+        vectorized_columns(table, resolve_schema(None))
+
+
+def test_ragged_and_null_columns_are_named():
+    with pytest.raises(DataFormatError, match=r"'obs' is ragged: row 0 has 2 values but row 1"):
+        column_to_numpy(pa.array([[1.0, 2.0], [1.0]]), "obs")
+    with pytest.raises(DataFormatError, match=r"'rewards' has a missing \(null\) value in row 1"):
+        column_to_numpy(pa.array([1.0, None]), "rewards")
+
+
+def test_list_and_fixed_size_list_columns_become_2d_arrays():
+    fixed = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(6, dtype=np.float32)), 3)
+    np.testing.assert_array_equal(column_to_numpy(fixed, "x"), [[0, 1, 2], [3, 4, 5]])
+    listed = pa.chunked_array([pa.array([[0.0, 1.0]]), pa.array([[2.0, 3.0]])])
+    np.testing.assert_array_equal(column_to_numpy(listed, "x"), [[0, 1], [2, 3]])
