@@ -18,6 +18,7 @@ def test_bc_reaches_return_450_within_bounded_updates(ray_session, bc_config):
     config = bc_config.evaluation(evaluation_interval=10, evaluation_duration=10)
     with config.build() as algo:
         best, result = 0.0, {}
+        first_loss = algo.train()["learners"]["default_policy"]["policy_loss"]
         for _ in range(MAX_ITERATIONS):
             result = algo.train()
             if "evaluation" in result:
@@ -26,7 +27,7 @@ def test_bc_reaches_return_450_within_bounded_updates(ray_session, bc_config):
                     break
         learners = result["learners"]
         assert best >= 450, f"best evaluation return {best} after {result['training_iteration']}"
-        assert learners["default_policy"]["policy_loss"] < 0.4
+        assert learners["default_policy"]["policy_loss"] < 0.8 * first_loss
         assert learners["__all_modules__"]["num_env_steps_trained"] == 512
         assert learners["__all_modules__"]["num_env_steps_trained_lifetime"] == (
             512 * result["training_iteration"])

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors import default_learner_pipeline
+from offline_rl.data.prelearner import EPISODE_BOOKKEEPING
 from offline_rl.data.tabular import (
     DataFormatError,
     column_to_numpy,
@@ -27,7 +28,9 @@ CARTPOLE_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 
 
 def per_episode_columns(table: pa.Table, schema) -> dict[str, np.ndarray]:
-    episodes = rows_to_episodes(table_to_numpy(table), schema, CARTPOLE_OBS,
+    names = train_column_names(table.column_names, schema)
+    names += [name for name in EPISODE_BOOKKEEPING if name in table.column_names]
+    episodes = rows_to_episodes(table_to_numpy(table, names), schema, CARTPOLE_OBS,
                                 gym.spaces.Discrete(2))
     return default_learner_pipeline()(rl_module=None, batch={}, episodes=episodes)
 
