@@ -104,9 +104,12 @@ def main() -> None:
     args = parser.parse_args()
     seconds_to_450, iterations_to_450 = time_to_return(args.config, 2000)
 
+    import ray
+
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.data.offline_data import OfflineData
 
+    ray.init(include_dashboard=False)
     config = AlgorithmConfig.from_yaml(args.config).evaluation(evaluation_interval=None)
     started = time.perf_counter()
     algo = config.build()
@@ -132,6 +135,7 @@ def main() -> None:
     streaming = OfflineData(config.copy().offline_data(materialize_mapped_data=False), spaces)
     streaming_rows_per_s, _, streaming_boundary_ms = data_only(streaming.start(), 300)
     streaming.stop()
+    ray.shutdown()
     steady_ms = 1000 * statistics.median(iteration_times)
     print(json.dumps({
         "build_s": round(build_s, 2),

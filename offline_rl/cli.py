@@ -7,6 +7,7 @@ import csv
 import json
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ Train reinforcement-learning policies from logged experience (Parquet, read with
 
 Set RAY_ADDRESS to train on an existing Ray cluster; otherwise a local Ray instance is started.
 """
+#: Iterations the progress bar's env steps/s is averaged over.
+THROUGHPUT_WINDOW = 20
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,16 +95,19 @@ def _train(args: argparse.Namespace) -> int:
     with algo, _ResultWriter(output) as writer, tqdm(total=args.max_iterations, unit="iter",
                                                      desc=f"training {config.algo_name}") as bar:
         last_return = float("nan")
+        recent = deque(maxlen=THROUGHPUT_WINDOW)
         for _ in range(args.max_iterations):
             result = algo.train()
             writer.write(result)
             learner = result["learners"]["default_policy"]
-            steps = result["learners"]["__all_modules__"]
+            recent.append((time.perf_counter(),
+                           result["learners"]["__all_modules__"]["num_env_steps_trained"]))
             if "evaluation" in result:
                 last_return = result["evaluation"]["env_runners"]["episode_return_mean"]
             bar.update()
-            bar.set_postfix(loss=f"{learner['total_loss']:.4f}", eval_return=f"{last_return:.1f}",
-                            steps_per_s=f"{steps['num_env_steps_trained_lifetime_throughput']:,.0f}")
+            bar.set_postfix(loss=f"{learner['total_loss']:.4f}",
+                            eval_return="-" if last_return != last_return else f"{last_return:.1f}",
+                            steps_per_s=f"{_throughput(recent):,.0f}")
             if args.stop_return is not None and last_return >= args.stop_return:
                 reached = time.perf_counter() - started
                 break
@@ -118,6 +124,14 @@ def _train(args: argparse.Namespace) -> int:
         summary["stop_return_reached"] = reached is not None
     print(json.dumps(summary))
     return 0 if args.stop_return is None or reached is not None else 1
+
+
+def _throughput(recent: deque[tuple[float, int]]) -> float:
+    """Env steps per second over the recent iterations (0 until there are two)."""
+    if len(recent) < 2:
+        return 0.0
+    steps = sum(count for _, count in list(recent)[1:])
+    return steps / (recent[-1][0] - recent[0][0])
 
 
 class _ResultWriter:

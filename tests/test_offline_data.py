@@ -81,11 +81,15 @@ def test_observation_shape_mismatch_names_column_and_space(cartpole_data, bc_con
 
 
 def test_pool_defaults_fit_the_cluster_and_impossible_requests_fail():
-    assert prelearner_pool_kwargs({}, {"CPU": 2}, 0) == {"num_cpus": 1, "concurrency": 1}
-    assert prelearner_pool_kwargs({}, {"CPU": 16}, 4)["concurrency"] == 4
+    def pool_size(kwargs):
+        return kwargs["compute"].min_size, kwargs["compute"].max_size
+
+    small = prelearner_pool_kwargs({}, {"CPU": 2}, 0)
+    assert small["num_cpus"] == 1 and pool_size(small) == (1, 1)
+    assert pool_size(prelearner_pool_kwargs({}, {"CPU": 16}, 4)) == (4, 4)
     with pytest.raises(ValueError, match="needs 2 actor.*= 3.0 CPUs.*has 2"):
         prelearner_pool_kwargs({"concurrency": 2}, {"CPU": 2}, 0)
     with pytest.raises(ValueError, match="batch_size"):
         prelearner_pool_kwargs({"batch_size": 64}, {"CPU": 8}, 0)
-    assert prelearner_pool_kwargs({"concurrency": (1, 4), "num_cpus": 0.5}, {"CPU": 2}, 0)[
-        "concurrency"] == (1, 4)
+    assert pool_size(prelearner_pool_kwargs({"concurrency": (1, 4), "num_cpus": 0.5},
+                                            {"CPU": 2}, 0)) == (1, 4)

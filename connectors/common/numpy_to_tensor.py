@@ -15,7 +15,8 @@ class NumpyToTensor(ConnectorV2):
 
     Runs in the learner process (never inside Ray Data), so nothing torch- or CUDA-specific crosses
     the data boundary. On CUDA devices host memory is pinned first so the copy is asynchronous.
-    Non-numeric columns (strings, objects) are left as they are.
+    Read-only arrays (zero-copy views of Ray's object store) are copied, so tensors own writable
+    memory. Non-numeric columns (strings, objects) are left as they are.
 
     Example:
         >>> import numpy as np
@@ -37,6 +38,8 @@ class NumpyToTensor(ConnectorV2):
     def _to_tensor(self, value: Any) -> Any:
         if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
             return value
+        if not value.flags.writeable:
+            value = value.copy()
         tensor = torch.from_numpy(np.ascontiguousarray(value))
         if self.device.type == "cpu":
             return tensor

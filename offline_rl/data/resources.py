@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ray.data import ActorPoolStrategy
+
 #: CPUs a Ray Data read task holds while the pool runs.
 READ_TASK_CPUS = 1.0
 #: Most PreLearner actors started by default (more rarely helps a single learner).
@@ -17,12 +19,14 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
 
     ``requested`` is the user's ``map_batches_kwargs``; ``reserved_cpus`` are CPUs the learners
     hold. By default each actor takes 1 CPU and as many actors start as fit beside one read task
-    (at least 1, at most ``DEFAULT_MAX_ACTORS``). A request that cannot fit raises instead of
-    stalling forever, as an actor pool waiting for CPUs that never free up would.
+    (at least 1, at most ``DEFAULT_MAX_ACTORS``). ``concurrency`` (an int, or a ``(min, max)``
+    autoscaling range) becomes Ray Data's ``compute=ActorPoolStrategy(...)``. A request that
+    cannot fit raises instead of stalling forever, as an actor pool waiting for CPUs that never
+    free up would.
 
     Example:
-        >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)
-        {'num_cpus': 1, 'concurrency': 1}
+        >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)["compute"].max_size
+        1
     """
     if "batch_size" in requested:
         raise ValueError(
@@ -32,14 +36,16 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
         )
     kwargs = dict(requested)
     kwargs.setdefault("num_cpus", 1)
+    if "compute" in kwargs:
+        return kwargs
     cpus_per_actor = float(kwargs["num_cpus"])
     total = float(cluster_resources.get("CPU", 0))
     free = total - READ_TASK_CPUS - reserved_cpus
     if "concurrency" not in kwargs:
         fitting = int(free // cpus_per_actor) if cpus_per_actor else DEFAULT_MAX_ACTORS
         kwargs["concurrency"] = max(1, min(DEFAULT_MAX_ACTORS, fitting))
-    concurrency = kwargs["concurrency"]
-    minimum = concurrency[0] if isinstance(concurrency, tuple | list) else concurrency
+    concurrency = kwargs.pop("concurrency")
+    minimum, maximum = concurrency if isinstance(concurrency, tuple | list) else (concurrency,) * 2
     needed = minimum * cpus_per_actor + READ_TASK_CPUS + reserved_cpus
     if needed > total:
         raise ValueError(
@@ -48,4 +54,5 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
             f"CPUs, but the Ray cluster has {total:g}. Lower "
             "map_batches_kwargs['concurrency'] or ['num_cpus'], or add CPUs."
         )
+    kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs
