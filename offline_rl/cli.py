@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 import time
 from collections import deque
@@ -106,7 +107,7 @@ def _train(args: argparse.Namespace) -> int:
                 last_return = result["evaluation"]["env_runners"]["episode_return_mean"]
             bar.update()
             bar.set_postfix(loss=f"{learner['total_loss']:.4f}",
-                            eval_return="-" if last_return != last_return else f"{last_return:.1f}",
+                            eval_return="-" if math.isnan(last_return) else f"{last_return:.1f}",
                             steps_per_s=f"{_throughput(recent):,.0f}")
             if args.stop_return is not None and last_return >= args.stop_return:
                 reached = time.perf_counter() - started

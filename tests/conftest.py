@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+
 @pytest.fixture(scope="session")
 def ray_session():
     """A real local Ray instance (2 CPUs, like CI), shared by every test that needs one."""

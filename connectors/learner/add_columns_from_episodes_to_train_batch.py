@@ -33,10 +33,10 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
             steps = len(episode)
             window = slice(0, steps)
             per_step = {
-                Columns.ACTIONS: lambda: episode.get_actions(window),
-                Columns.REWARDS: lambda: episode.get_rewards(window),
-                Columns.TERMINATEDS: lambda: _last_step_flag(steps, episode.is_terminated),
-                Columns.TRUNCATEDS: lambda: _last_step_flag(steps, episode.is_truncated),
+                Columns.ACTIONS: partial(episode.get_actions, window),
+                Columns.REWARDS: partial(episode.get_rewards, window),
+                Columns.TERMINATEDS: partial(_last_step_flag, steps, episode.is_terminated),
+                Columns.TRUNCATEDS: partial(_last_step_flag, steps, episode.is_truncated),
             }
             for key in episode.extra_model_outputs:
                 per_step[key] = partial(episode.get_extra_model_outputs, key, window)

@@ -90,7 +90,7 @@ class BatchStream:
                 if not self._put((_EPOCH_END, rows)):
                     return
                 epoch += 1
-        except Exception as error:  # noqa: BLE001 - handed to the consumer thread
+        except Exception as error:
             self._put((_ERROR, error))
 
     def _put(self, item: tuple) -> bool:

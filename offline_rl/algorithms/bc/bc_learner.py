@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner
 
