@@ -85,8 +85,6 @@ class EpisodeReplayBuffer:
             raise ValueError("EpisodeReplayBuffer samples episodes; use sample_episodes=True")
         if num_items < 1 or n_step < 1 or (batch_length_T is not None and batch_length_T < 1):
             raise ValueError("num_items, n_step and batch_length_T must be >= 1")
-        if not self._num_timesteps:
-            raise ValueError("cannot sample from an empty EpisodeReplayBuffer")
         if batch_length_T is None:
             return [self._n_step_sample(episode, t, n_step, gamma, lookback)
                     for episode, t in self._draw(num_items)]
@@ -100,9 +98,24 @@ class EpisodeReplayBuffer:
                     break
         return sampled
 
+    def sample_timesteps(self, num_items: int) -> np.ndarray:
+        """``num_items`` timestep indices drawn uniformly (with replacement) from the stored
+        timesteps, numbered through ``episodes`` in order (what ``sample`` slices from)."""
+        if not self._num_timesteps:
+            raise ValueError("cannot sample from an empty EpisodeReplayBuffer")
+        return self._rng.integers(0, self._num_timesteps, size=num_items)
+
+    @property
+    def episodes(self) -> tuple[SingleAgentEpisode, ...]:
+        """The stored episodes, oldest first."""
+        return tuple(self._episodes)
+
+    def __contains__(self, episode_id: object) -> bool:
+        return episode_id in self._ids
+
     def _draw(self, count: int) -> list[tuple[SingleAgentEpisode, int]]:
         """``count`` (episode, timestep) pairs, uniform over stored timesteps."""
-        flat = self._rng.integers(0, self._num_timesteps, size=count)
+        flat = self.sample_timesteps(count)
         indices = np.searchsorted(self._ends, flat, side="right")
         offsets = flat - self._starts[indices]
         return [(self._episodes[i], int(t)) for i, t in zip(indices, offsets)]

@@ -40,10 +40,7 @@ def test_validation_names_the_field(change, field):
         change(valid()).validate()
 
 
-@pytest.mark.parametrize("option, value", [
-    ("input_read_episodes", True), ("input_compress_columns", ["obs"]), ("output", "out/"),
-    ("prelearner_buffer_class", "x:Y"), ("input_filesystem", "s3"),
-])
+@pytest.mark.parametrize("option, value", [("output", "out/"), ("output_write_episodes", False)])
 def test_later_features_say_not_yet_supported(option, value):
     with pytest.raises(ValueError, match=rf"{option}: not yet supported: {option}"):
         valid().offline_data(**{option: value}).validate()

@@ -13,6 +13,7 @@ import yaml
 
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
 from offline_rl.core.rl_module_spec import DefaultModelConfig, RLModuleSpec, import_object
+from offline_rl.data.checks import NONFINITE_POLICIES
 from offline_rl.spaces import space_from_dict, space_to_dict
 
 if TYPE_CHECKING:
@@ -34,13 +35,8 @@ SECTIONS = (
 )
 #: offline_data() options whose behaviour is not built yet, with what they will need.
 NOT_YET_SUPPORTED = {
-    "input_read_episodes": "reading the episodes format",
-    "input_read_sample_batches": "reading legacy SampleBatch JSON",
     "input_filesystem": "remote filesystems",
     "input_filesystem_kwargs": "remote filesystems",
-    "input_compress_columns": "compressed columns",
-    "prelearner_buffer_class": "the PreLearner replay buffer (episode formats)",
-    "prelearner_buffer_kwargs": "the PreLearner replay buffer (episode formats)",
     "output": "recording",
     "output_compress_columns": "recording",
     "output_max_file_size": "recording",
@@ -105,6 +101,7 @@ class AlgorithmConfig:
         self.input_filesystem: Any = None
         self.input_filesystem_kwargs: dict[str, Any] = {}
         self.input_compress_columns: list[str] = []
+        self.input_nonfinite = "raise"
         self.materialize_data = False
         self.materialize_mapped_data = True
         self.map_batches_kwargs: dict[str, Any] = {}
@@ -166,6 +163,7 @@ class AlgorithmConfig:
                      input_filesystem: Any = NotProvided,
                      input_filesystem_kwargs: dict[str, Any] = NotProvided,
                      input_compress_columns: list[str] = NotProvided,
+                     input_nonfinite: str = NotProvided,
                      materialize_data: bool = NotProvided,
                      materialize_mapped_data: bool = NotProvided,
                      map_batches_kwargs: dict[str, Any] = NotProvided,
@@ -184,7 +182,9 @@ class AlgorithmConfig:
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
-        API names; see README, 'Your data')."""
+        API names; see README, 'Your data'). ``input_nonfinite`` is offline-rl's own: what to do
+        with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop the
+        row or episode and count it in the results)."""
         return self._set(locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -302,6 +302,13 @@ class AlgorithmConfig:
         check(self.input_read_batch_size is None or _positive_int(self.input_read_batch_size),
               "input_read_batch_size",
               f"must be None or an int >= 1, got {self.input_read_batch_size!r}")
+        check(not (self.input_read_episodes and self.input_read_sample_batches),
+              "input_read_episodes", "input_read_episodes and input_read_sample_batches are both "
+              "set; choose the one format the data is in")
+        check(self.input_nonfinite in NONFINITE_POLICIES, "input_nonfinite",
+              f"must be one of {NONFINITE_POLICIES}, got {self.input_nonfinite!r}")
+        check(isinstance(self.input_compress_columns, list | tuple), "input_compress_columns",
+              f"must be a list of column names, got {self.input_compress_columns!r}")
         check(isinstance(self.input_read_method, str) or callable(self.input_read_method),
               "input_read_method", "must be a ray.data.read_* name or a callable")
         check("batch_size" not in self.map_batches_kwargs, "map_batches_kwargs",

@@ -11,6 +11,7 @@ import ray
 import ray.data
 
 from offline_rl.data.batch_stream import BatchStream
+from offline_rl.data.drop_counter import DropCounter
 from offline_rl.data.input_reader import check_local_parquet, input_paths, read_input
 from offline_rl.data.resources import prelearner_pool_kwargs
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Rows per PreLearner call, in train batches, unless ``input_read_batch_size`` is set.
 ROWS_PER_PRELEARNER_CALL = 32
+#: Rows (episodes or SampleBatches) per PreLearner call for the episode formats.
+EPISODES_PER_PRELEARNER_CALL = 32
 #: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
 ROWS_PER_FETCH = 8
 #: Default prefetch depth of ``iter_batches``.
@@ -46,30 +49,47 @@ class OfflineData:
         self.config = config
         self.spaces = spaces
         self.paths = input_paths(config.input_)
-        if config.input_read_method == "read_parquet":
+        self.reads_episodes = config.input_read_episodes or config.input_read_sample_batches
+        if config.input_read_method == "read_parquet" and not self.reads_episodes:
             check_local_parquet(self.paths, config.input_read_schema, spaces[0])
         self.batch_size = config.train_batch_size_per_learner
         self.stream: BatchStream | None = None
+        self._drops: dict[str, int] = {}
+        self._pending_drops: ray.ObjectRef | None = None
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming; returns ``self``."""
         self._pool_kwargs = prelearner_pool_kwargs(
             self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=0
         )
+        self._drop_counter = DropCounter.remote()
         self.stream = BatchStream(self.build_mapped_dataset, self._epoch_batches).start()
         return self
 
     def build_mapped_dataset(self) -> ray.data.Dataset:
         """read -> ``map_batches(PreLearner)`` (-> ``materialize`` if configured)."""
         config = self.config
-        dataset = read_input(config).map_batches(
+        default_rows = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
+                        else ROWS_PER_PRELEARNER_CALL * self.batch_size)
+        dataset = read_input(self._read_config()).map_batches(
             config.resolved_prelearner_class(),
-            batch_size=config.input_read_batch_size or ROWS_PER_PRELEARNER_CALL * self.batch_size,
+            batch_size=config.input_read_batch_size or default_rows,
             batch_format="pyarrow",
-            fn_constructor_kwargs={"config": config, "spaces": self.spaces},
+            fn_constructor_kwargs={"config": config, "spaces": self.spaces,
+                                   "drop_counter": self._drop_counter},
             **self._pool_kwargs,
         )
         return dataset.materialize() if config.materialize_mapped_data else dataset
+
+    def _read_config(self) -> AlgorithmConfig:
+        """The config to read with: episode formats also read each row's file path (Ray Data's
+        ``include_paths``), so errors can name the file."""
+        kwargs = self.config.input_read_method_kwargs
+        if (not self.reads_episodes or not isinstance(self.config.input_read_method, str)
+                or "include_paths" in kwargs):
+            return self.config
+        return self.config.copy().offline_data(
+            input_read_method_kwargs={**kwargs, "include_paths": True})
 
     def _epoch_batches(self, dataset: ray.data.Dataset, epoch: int) -> Iterable[dict[str, Any]]:
         fetch_rows = ROWS_PER_FETCH * self.batch_size
@@ -89,6 +109,18 @@ class OfflineData:
         if self.stream is None:
             raise RuntimeError("call OfflineData.start() before sample()")
         return self.stream.next_batch(num_samples or self.batch_size)
+
+    def dropped(self, *, wait: bool = False) -> dict[str, int]:
+        """Data the PreLearners dropped so far, by reason (``duplicate_episodes``,
+        ``nonfinite_rows``, ...). Without ``wait`` this never blocks: it returns the latest
+        totals that have arrived."""
+        if self._pending_drops is None:
+            self._pending_drops = self._drop_counter.totals.remote()
+        ready, _ = ray.wait([self._pending_drops], timeout=None if wait else 0)
+        if ready:
+            self._drops = ray.get(ready[0])
+            self._pending_drops = None
+        return dict(self._drops)
 
     def stop(self) -> None:
         """Stops streaming and releases the pipeline's Ray resources."""

@@ -2,39 +2,63 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
+import ray
 
 from connectors.learner import DEFAULT_LEARNER_PIECES
 from offline_rl.columns import SCHEMA, Columns
+from offline_rl.compression import decompress_column
+from offline_rl.core.rl_module_spec import import_object
+from offline_rl.data.checks import (
+    check_actions,
+    check_observations,
+    nonfinite_error,
+    nonfinite_rows,
+)
+from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.data.tabular import (
+    DataFormatError,
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
     table_to_numpy,
     train_column_names,
 )
+from offline_rl.data.transitions import Transitions
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.replay_buffer import EpisodeReplayBuffer
 
 #: Bookkeeping columns episodes are built with (agent and module ids are not: single-agent).
 EPISODE_BOOKKEEPING = (Columns.EPS_ID, Columns.T, Columns.INFOS)
+#: Column Ray Data adds with ``include_paths=True`` (episode formats read it for error messages).
+PATH_COLUMN = "path"
+#: Default PreLearner buffer capacity, in train batches.
+BUFFER_CAPACITY_BATCHES = 10
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 
 class OfflinePreLearner:
-    """Maps a batch of tabular rows to a flat dict of numpy train columns.
+    """Maps a batch of rows to a flat dict of numpy train columns.
 
-    Ray Data runs one instance per actor of the ``map_batches`` pool. Rows become
-    ``SingleAgentEpisode``s (``_map_to_episodes``), which the learner connector pipeline turns
-    into columns. When neither is customized, the same output is computed column by column
-    without building per-row objects. Subclasses override ``_map_to_episodes`` or ``__call__``
+    Ray Data runs one instance per actor of the ``map_batches`` pool. Tabular rows become
+    single-step ``SingleAgentEpisode``s (``_map_to_episodes``), which the learner connector
+    pipeline turns into columns; when neither is customized the same output is computed column
+    by column. Episode formats (``input_read_episodes``, ``input_read_sample_batches``) are
+    decoded into whole episodes, checked, added to the PreLearner's ``EpisodeReplayBuffer``, and
+    sampled: about one train batch of exactly ``train_batch_size_per_learner`` timesteps per
+    that many timesteps read. Subclasses override ``_map_to_episodes`` or ``__call__``
     (RLlib's extension points) and are named with ``offline_data(prelearner_class=...)``.
+
+    Episodes dropped (duplicates, empty, non-finite values with ``input_nonfinite="drop"``) are
+    counted into ``drop_counter`` (a ``DropCounter`` actor) and reported by ``Algorithm.train``.
 
     Example:
         >>> import gymnasium as gym, numpy as np, pyarrow as pa
@@ -47,39 +71,174 @@ class OfflinePreLearner:
         array([[0.2, 0.3]], dtype=float32)
     """
 
-    def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space],
-                 **kwargs: Any):
+    def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], *,
+                 drop_counter: Any = None, **kwargs: Any):
         self.config = config
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
+        self.batch_size = config.train_batch_size_per_learner
+        self.drop_counter = drop_counter
         self._learner_connector = config.build_learner_connector(*spaces)
-        self._vectorized = (
-            type(self)._map_to_episodes.__func__ is OfflinePreLearner._map_to_episodes.__func__
-            and all(type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
-        )
+        self._default_pipeline = all(
+            type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
+        self._vectorized = self._default_pipeline and (
+            type(self)._map_to_episodes.__func__ is OfflinePreLearner._map_to_episodes.__func__)
+        self._reads_episodes = config.input_read_episodes or config.input_read_sample_batches
+        self.episode_buffer = self._build_buffer() if self._reads_episodes else None
+        self._extra_keys: tuple[str, ...] | None = None
+        compressed = set(config.input_compress_columns)
+        if Columns.OBS in compressed:
+            compressed.add(Columns.NEXT_OBS)
+        self._compressed = {self.schema.get(name, name) for name in compressed}
+
+    def _build_buffer(self) -> EpisodeReplayBuffer:
+        config = self.config
+        buffer_class = config.prelearner_buffer_class or EpisodeReplayBuffer
+        if isinstance(buffer_class, str):
+            buffer_class = import_object(buffer_class)
+        kwargs = {"capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.seed,
+                  **config.prelearner_buffer_kwargs}
+        self._vectorized_sampling = buffer_class is EpisodeReplayBuffer and self._default_pipeline
+        return buffer_class(**kwargs)
 
     def __call__(self, batch: pa.Table | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Rows (an Arrow table or a dict of numpy columns) -> train columns."""
-        if isinstance(batch, pa.Table):
-            rows = table_to_numpy(batch, self._columns_to_read(batch.column_names))
-        else:
-            rows = dict(batch)
+        if self._reads_episodes:
+            return self._sample_episodes(self._decode(batch))
+        table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
+        rows = self._read_rows(table)
         if self._vectorized:
-            return rows_to_train_columns(rows, self.schema, self.observation_space)
+            columns = rows_to_train_columns(rows, self.schema, self.observation_space)
+            return self._check_transitions(columns, table)
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema,
             observation_space=self.observation_space, action_space=self.action_space,
         )["episodes"]
-        return self._learner_connector(
-            rl_module=None, batch={}, episodes=episodes, shared_data={}, metrics={}
-        )
+        columns = self._learner_connector(
+            rl_module=None, batch={}, episodes=episodes, shared_data={}, metrics={})
+        return self._check_transitions(columns, table)
 
-    def _columns_to_read(self, column_names: list[str]) -> list[str]:
-        names = train_column_names(column_names, self.schema)
+    # ------------------------------------------------------------------------------ tabular
+    def _read_rows(self, table: pa.Table) -> dict[str, np.ndarray]:
+        names = train_column_names(table.column_names, self.schema)
         if not self._vectorized:
             names += [self.schema[field] for field in EPISODE_BOOKKEEPING
-                      if self.schema[field] in column_names]
-        return names
+                      if self.schema[field] in table.column_names]
+        rows = table_to_numpy(table, [name for name in names if name not in self._compressed])
+        for name in self._compressed & set(names):
+            rows[name] = decompress_column(table.column(name).to_pylist(), name,
+                                           f"column {name!r} (input_compress_columns)")
+        return rows
+
+    def _check_transitions(self, columns: dict[str, Any], table: pa.Table) -> dict[str, Any]:
+        where = f"rows read from {self.config.input_}"
+        check_actions(np.asarray(columns[Columns.ACTIONS]), self.action_space, where)
+        values = {name: np.asarray(columns[name])
+                  for name in (Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS)}
+        bad = nonfinite_rows(values)
+        if not bad.any():
+            return columns
+        if self.config.input_nonfinite == "raise":
+            raise nonfinite_error(values, bad, f"{where} ({_row_identity(table, bad)})")
+        self._count({"nonfinite_rows": int(bad.sum())})
+        keep = ~bad
+        return {name: np.asarray(value)[keep] for name, value in columns.items()}
+
+    # ----------------------------------------------------------------------------- episodes
+    def _decode(self, batch: pa.Table | Mapping[str, Any]) -> list[SingleAgentEpisode]:
+        table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
+        paths = (table.column(PATH_COLUMN).to_pylist() if PATH_COLUMN in table.column_names
+                 else [f"a row of {self.config.input_}"] * table.num_rows)
+        if self.config.input_read_episodes:
+            if "item" not in table.column_names:
+                raise DataFormatError(
+                    f"{paths[0] if paths else self.config.input_} has no column 'item' (columns: "
+                    f"{table.column_names}); input_read_episodes=True reads episodes written with "
+                    "output_write_episodes=True. For one row per timestep, unset "
+                    "input_read_episodes")
+            return [decode_episode(item, f"{path} (column 'item')")
+                    for item, path in zip(table.column("item").to_pylist(), paths)]
+        return [episode for row, path in zip(table.to_pylist(), paths)
+                for episode in self._map_sample_batch_to_episodes(row, path)]
+
+    @classmethod
+    def _map_sample_batch_to_episodes(cls, row: dict[str, Any],
+                                      where: str) -> list[SingleAgentEpisode]:
+        """One legacy SampleBatch row -> its episodes (override to customize)."""
+        return sample_batch_to_episodes(row, where)
+
+    def _admit(self, episodes: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
+        """Checks each episode; drops (and counts) duplicates, empty and non-finite ones."""
+        admitted, seen, drops = [], set(), Counter()
+        for episode in episodes:
+            where = f"episode {episode.id_}"
+            if episode.id_ in seen or episode.id_ in self.episode_buffer:
+                drops["duplicate_episodes"] += 1
+                continue
+            seen.add(episode.id_)
+            if not episode.is_done:
+                raise DataFormatError(
+                    f"{where} is not done (neither terminated nor truncated) after "
+                    f"{len(episode)} steps; offline-rl trains on complete episodes: record with "
+                    "batch_mode='complete_episodes' or drop the unfinished ones")
+            if not len(episode):
+                drops["empty_episodes"] += 1
+                continue
+            if not self._check_episode(episode, where):
+                drops["nonfinite_episodes"] += 1
+                continue
+            admitted.append(episode)
+        self._count(drops)
+        return admitted
+
+    def _check_episode(self, episode: SingleAgentEpisode, where: str) -> bool:
+        """Raises on values outside the spaces; False when non-finite values should be dropped."""
+        observations = np.asarray(episode.get_observations())
+        check_observations(observations, self.observation_space, where)
+        check_actions(np.asarray(episode.get_actions()), self.action_space, where)
+        keys = tuple(sorted(episode.extra_model_outputs))
+        if self._extra_keys is None:
+            self._extra_keys = keys
+        elif keys != self._extra_keys:
+            raise DataFormatError(f"{where} has extra model outputs {list(keys)} but earlier "
+                                  f"episodes have {list(self._extra_keys)}; all must match")
+        for values in ({Columns.OBS: observations},
+                       {Columns.REWARDS: np.asarray(episode.get_rewards(), dtype=np.float64)}):
+            bad = nonfinite_rows(values)
+            if bad.any():
+                if self.config.input_nonfinite == "raise":
+                    raise nonfinite_error(values, bad, where)
+                return False
+        return True
+
+    def _sample_episodes(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
+        """Adds the episodes to the buffer, sampling a train batch per ``batch_size`` new
+        timesteps (at least one per call), so no episode is evicted before it could be drawn."""
+        batches, pending = [], 0
+        for episode in self._admit(episodes):
+            self.episode_buffer.add(episode)
+            pending += len(episode)
+            while pending >= self.batch_size:
+                batches.append(self._sample_batch())
+                pending -= self.batch_size
+        if not batches or pending >= self.batch_size // 2:
+            if not self.episode_buffer.get_num_timesteps():
+                return {}
+            batches.append(self._sample_batch())
+        return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
+
+    def _sample_batch(self) -> dict[str, np.ndarray]:
+        buffer = self.episode_buffer
+        if self._vectorized_sampling:
+            return Transitions(buffer.episodes).take(buffer.sample_timesteps(self.batch_size))
+        return self._learner_connector(
+            rl_module=None, batch={}, episodes=buffer.sample(num_items=self.batch_size),
+            shared_data={}, metrics={})
+
+    def _count(self, drops: Mapping[str, int]) -> None:
+        drops = {name: count for name, count in drops.items() if count}
+        if drops and self.drop_counter is not None:
+            ray.get(self.drop_counter.add.remote(drops))
 
     @classmethod
     def _map_to_episodes(
@@ -97,3 +256,11 @@ class OfflinePreLearner:
         if is_multi_agent:
             raise ValueError("offline-rl reads single-agent data; got is_multi_agent=True")
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
+
+
+def _row_identity(table: pa.Table, bad: np.ndarray) -> str:
+    """Names the first bad row by its ``eps_id`` and ``t`` when the table has them."""
+    row = int(np.flatnonzero(bad)[0])
+    identity = [f"{name}={table.column(name)[row].as_py()!r}"
+                for name in (Columns.EPS_ID, Columns.T) if name in table.column_names]
+    return ", ".join(identity) or f"row {row} of the batch"

@@ -1,0 +1,110 @@
+"""Rows of the two episode formats -> ``SingleAgentEpisode``s.
+
+* Episodes format: one binary ``item`` per row, an msgpack-numpy episode state (RLlib's
+  ``output_write_episodes=True``), decoded without ever unpickling.
+* Legacy SampleBatch JSON: one ``{"type": "SampleBatch", ...}`` per row, possibly holding several
+  episodes; each is split out by ``eps_id``, ordered by ``t``. Array fields stored as strings are
+  compressed arrays (decoded by ``offline_rl.compression``, pickle-free).
+
+Example:
+    >>> import numpy as np
+    >>> row = {"type": "SampleBatch", "eps_id": [7, 7, 9], "t": [1, 0, 0],
+    ...        "obs": [[1.0], [0.0], [5.0]], "new_obs": [[2.0], [1.0], [6.0]],
+    ...        "actions": [1, 0, 1], "rewards": [1.0, 1.0, 0.0], "dones": [True, False, True]}
+    >>> [(e.id_, len(e), e.is_terminated) for e in sample_batch_to_episodes(row, "a.json")]
+    [('7', 2, True), ('9', 1, True)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from offline_rl.codec import unpack_episode_state
+from offline_rl.columns import Columns
+from offline_rl.compression import decompress_value
+from offline_rl.data.tabular import DataFormatError
+from offline_rl.episode import SingleAgentEpisode
+
+#: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
+SAMPLE_BATCH_BOOKKEEPING = frozenset({
+    "type", "eps_id", "t", "infos", "dones", "terminateds", "truncateds", "agent_index",
+    "unroll_id", "prev_actions", "prev_rewards", "seq_lens", "env_id", "path",
+})
+_TRANSITION_FIELDS = (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)
+
+
+def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
+    """One ``item`` value -> a finalized episode; errors name ``where``."""
+    try:
+        return SingleAgentEpisode.from_state(unpack_episode_state(item, where=where)).to_numpy()
+    except ValueError as error:
+        message = str(error) if str(error).startswith(where) else f"{where}: {error}"
+        raise DataFormatError(
+            f"{message}. Episodes-format data holds one msgpack episode state per 'item' value, "
+            "as written with output_write_episodes=True"
+        ) from None
+
+
+def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleAgentEpisode]:
+    """One SampleBatch (a dict of equal-length columns) -> its episodes, split by ``eps_id``
+    (in order of first appearance) and ordered by ``t``; done flags come from
+    ``terminateds``/``truncateds`` or legacy ``dones``."""
+    columns = {name: _array(value, name, where) for name, value in row.items()
+               if value is not None and name not in ("type", "path", Columns.INFOS)}
+    missing = [name for name in _TRANSITION_FIELDS if name not in columns]
+    if missing or (Columns.TERMINATEDS not in columns and "dones" not in columns):
+        raise DataFormatError(
+            f"{where}: SampleBatch has no {missing or ['terminateds']} field(s) (fields: "
+            f"{sorted(row)}); legacy JSON needs obs, new_obs, actions, rewards and "
+            "terminateds (or dones)"
+        )
+    size = len(columns[Columns.ACTIONS])
+    uneven = {name: len(values) for name, values in columns.items() if len(values) != size}
+    if uneven:
+        raise DataFormatError(f"{where}: SampleBatch fields have different lengths: {uneven} "
+                              f"vs {size} actions")
+    terminateds = columns.get(Columns.TERMINATEDS, columns.get("dones")).astype(bool)
+    truncateds = columns.get(Columns.TRUNCATEDS, np.zeros(size, dtype=bool)).astype(bool)
+    ids = columns.get(Columns.EPS_ID, np.zeros(size, dtype=np.int64))
+    steps = columns.get(Columns.T, np.arange(size))
+    infos = row.get(Columns.INFOS)
+    extras = [name for name in columns if name not in SAMPLE_BATCH_BOOKKEEPING
+              and name not in _TRANSITION_FIELDS]
+    _, first = np.unique(ids, return_index=True)
+    episodes = []
+    for eps_id in ids[np.sort(first)]:
+        rows = np.flatnonzero(ids == eps_id)
+        rows = rows[np.argsort(steps[rows], kind="stable")]
+        last = rows[-1]
+        step_infos = [infos[i] if infos is not None and isinstance(infos[i], dict) else {}
+                      for i in rows]
+        episodes.append(SingleAgentEpisode(
+            _as_id(eps_id),
+            observations=[*columns[Columns.OBS][rows], columns[Columns.NEXT_OBS][last]],
+            infos=[{}, *step_infos],
+            actions=columns[Columns.ACTIONS][rows],
+            rewards=columns[Columns.REWARDS][rows],
+            terminated=bool(terminateds[last]),
+            truncated=bool(truncateds[last]),
+            extra_model_outputs={name: columns[name][rows] for name in extras},
+            t_started=int(steps[rows[0]]),
+            len_lookback_buffer=0,
+        ).to_numpy())
+    return episodes
+
+
+def _array(value: Any, name: str, where: str) -> np.ndarray:
+    if isinstance(value, str | bytes):
+        return decompress_value(value, f"{where}, field {name!r}")
+    array = np.asarray(value)
+    if array.dtype == object:
+        raise DataFormatError(f"{where}: field {name!r} is ragged or mixed (rows of different "
+                              "shapes or types); every row must hold an array of the same shape")
+    return array
+
+
+def _as_id(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,55 @@
+"""All one-step transitions of a list of episodes as flat numpy columns.
+
+``Transitions(episodes).take(indices)`` gives, column by column, the train batch the default
+learner pipeline builds from ``EpisodeReplayBuffer.sample`` slices at the same timesteps
+(timesteps numbered through the episodes in order, as ``sample_timesteps`` draws them), without
+building one episode object per sampled timestep.
+
+Example:
+    >>> from offline_rl import SingleAgentEpisode
+    >>> episode = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[1, 0],
+    ...                              rewards=[1.0, 5.0], terminated=True,
+    ...                              len_lookback_buffer=0).to_numpy()
+    >>> batch = Transitions([episode]).take(np.array([1, 0]))
+    >>> batch["new_obs"], batch["rewards"], batch["terminateds"]
+    (array([2., 1.]), array([5., 1.]), array([ True, False]))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from offline_rl.columns import Columns
+from offline_rl.episode import SingleAgentEpisode
+
+
+class Transitions:
+    """Flat ``obs``, ``actions``, ``rewards``, ``terminateds``, ``truncateds``, extra model
+    outputs and ``new_obs`` columns over finalized episodes."""
+
+    def __init__(self, episodes: Sequence[SingleAgentEpisode]):
+        lengths = [len(episode) for episode in episodes]
+        observations = [np.asarray(episode.get_observations()) for episode in episodes]
+        self.columns: dict[str, np.ndarray] = {
+            Columns.OBS: np.concatenate([obs[:-1] for obs in observations]),
+            Columns.ACTIONS: np.concatenate([episode.get_actions() for episode in episodes]),
+            Columns.REWARDS: np.concatenate([episode.get_rewards() for episode in episodes]),
+            Columns.TERMINATEDS: _last_step_flags(lengths, [e.is_terminated for e in episodes]),
+            Columns.TRUNCATEDS: _last_step_flags(lengths, [e.is_truncated for e in episodes]),
+        }
+        for key in episodes[0].extra_model_outputs:
+            self.columns[key] = np.concatenate(
+                [episode.get_extra_model_outputs(key) for episode in episodes])
+        self.columns[Columns.NEXT_OBS] = np.concatenate([obs[1:] for obs in observations])
+
+    def take(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        """The transitions at ``indices`` (flat timestep numbers)."""
+        return {name: values[indices] for name, values in self.columns.items()}
+
+
+def _last_step_flags(lengths: list[int], flags: list[bool]) -> np.ndarray:
+    result = np.zeros(sum(lengths), dtype=bool)
+    result[np.cumsum(lengths)[np.asarray(flags, dtype=bool)] - 1] = True
+    return result
