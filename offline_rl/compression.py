@@ -30,6 +30,8 @@ from offline_rl.data.tabular import DataFormatError
 MAGIC = b"ORLZ1"
 #: Prefix of RLlib's values: base64 of the LZ4 frame magic ``04 22 4D 18``.
 RLLIB_PREFIX = "BCJNGG"
+#: How base64 text of ``pack_array``'s bytes begins (JSON output stores them so).
+MAGIC_BASE64 = base64.b64encode(MAGIC)[:6].decode()
 _HEADER_SIZE = struct.Struct("<I")
 _LZ4 = pa.Codec("lz4")  # the LZ4 frame format, as RLlib writes
 #: LZ4 expands at most ~255-fold, so a larger claimed size is corrupt (or a decompression bomb).
@@ -256,7 +258,8 @@ def _header(text: bytes) -> tuple[np.dtype, tuple[int, ...]]:
 
 
 def decompress_value(value: str | bytes, where: str) -> np.ndarray:
-    """Decodes one compressed value, either ``pack_array``'s bytes or RLlib's base64 text."""
+    """Decodes one compressed value: ``pack_array``'s bytes (or their base64 text, as JSON
+    output stores them) or RLlib's base64 text."""
     if isinstance(value, (bytes, bytearray)):
         if value.startswith(MAGIC):
             return unpack_array(value, where)
@@ -264,6 +267,8 @@ def decompress_value(value: str | bytes, where: str) -> np.ndarray:
             return unpack_rllib(value, where)
     elif isinstance(value, str) and value.startswith(RLLIB_PREFIX):
         return unpack_rllib(value, where)
+    elif isinstance(value, str) and value.startswith(MAGIC_BASE64):
+        return unpack_array(base64.b64decode(value), where)
     raise CompressedDataError(
         f"{where}: the value ({type(value).__name__} {value!r:.40}) is neither an offline-rl "
         f"packed array (bytes starting with {MAGIC!r}) nor RLlib's compressed text (base64 "

@@ -40,10 +40,20 @@ def test_validation_names_the_field(change, field):
         change(valid()).validate()
 
 
-@pytest.mark.parametrize("option, value", [("output", "out/"), ("output_write_episodes", False)])
-def test_later_features_say_not_yet_supported(option, value):
-    with pytest.raises(ValueError, match=rf"{option}: not yet supported: {option}"):
-        valid().offline_data(**{option: value}).validate()
+@pytest.mark.parametrize("options, message", [
+    ({"output": ["a/", "b/"]}, r"output: must be one path"),
+    ({"output": "out/", "output_write_method": "write_csv"}, r"output_write_method: must be one"),
+    ({"output": "out/", "output_write_method": "write_json"}, r"written as Parquet"),
+    ({"output_max_rows_per_file": 0}, r"output_max_rows_per_file: must be None or an int"),
+])
+def test_output_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        valid().offline_data(**options).validate()
+
+
+def test_recording_runs_only_complete_episodes():
+    with pytest.raises(ValueError, match=r"batch_mode: must be 'complete_episodes'"):
+        valid().env_runners(batch_mode="truncate_episodes").validate()
 
 
 def test_every_error_is_reported_at_once():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import ray
 from offline_rl import checkpoint
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.recording.recorder import Recorder
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -59,6 +61,7 @@ class Algorithm:
         self.config = config.copy()
         self._started_ray = start_ray()
         self.evaluator = None
+        self.recorder: Recorder | None = None
         if self.config.env is not None:
             self.evaluator = EnvEvaluator(
                 self.config.env,
@@ -128,6 +131,7 @@ class Algorithm:
                 "rows_per_epoch": stream.epoch_rows[-1] if stream.epoch_rows else None,
                 "wait_s": stream.wait_s - wait_before,
                 "first_batch_wait_s": stream.first_batch_wait_s,
+                "dropped": self.offline_data.dropped(),
             },
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
@@ -138,10 +142,21 @@ class Algorithm:
         return result
 
     def evaluate(self) -> dict[str, Any]:
-        """Runs ``evaluation_duration`` greedy episodes in the env."""
+        """Runs ``evaluation_duration`` greedy episodes in the env. With
+        ``offline_data(output=...)`` the episodes are instead played by the ``env_runners``
+        actors, sampling the policy, and recorded to ``output``."""
         if self.evaluator is None:
             raise ValueError("evaluate() needs an env: set config.environment(env=...)")
         started = time.perf_counter()
+        if self.config.output:
+            policy = copy.deepcopy(self.learner.module).cpu()
+            if self.recorder is None:
+                self.recorder = Recorder(self.config, policy)
+                policy = None
+            recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
+                                            progress=False)
+            return {"env_runners": recorded,
+                    "evaluation_time_s": time.perf_counter() - started}
         episodes = self.evaluator.evaluate(
             self.learner.module.compute_actions, self.config.evaluation_duration
         )
@@ -177,8 +192,12 @@ class Algorithm:
         return algorithm
 
     def stop(self) -> None:
-        """Stops the data stream and envs, and Ray if this algorithm started it."""
+        """Stops the data stream, envs and recorder (flushing what it buffers), and Ray if this
+        algorithm started it."""
         self.offline_data.stop()
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
         if self.evaluator is not None:
             self.evaluator.close()
         if self._started_ray:

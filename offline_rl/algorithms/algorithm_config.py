@@ -14,6 +14,7 @@ import yaml
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
 from offline_rl.core.rl_module_spec import DefaultModelConfig, RLModuleSpec, import_object
 from offline_rl.data.checks import NONFINITE_POLICIES
+from offline_rl.recording.writer import WRITE_METHODS
 from offline_rl.spaces import space_from_dict, space_to_dict
 
 if TYPE_CHECKING:
@@ -30,23 +31,8 @@ class _NotProvided:
 NotProvided: Any = _NotProvided()
 
 #: Builder methods, in the order ``to_dict`` writes their sections.
-SECTIONS = (
-    "environment", "training", "learners", "offline_data", "evaluation", "rl_module", "debugging"
-)
-#: offline_data() options whose behaviour is not built yet, with what they will need.
-NOT_YET_SUPPORTED = {
-    "input_filesystem": "remote filesystems",
-    "input_filesystem_kwargs": "remote filesystems",
-    "output": "recording",
-    "output_compress_columns": "recording",
-    "output_max_file_size": "recording",
-    "output_max_rows_per_file": "recording",
-    "output_write_method": "recording",
-    "output_write_method_kwargs": "recording",
-    "output_filesystem": "recording",
-    "output_filesystem_kwargs": "recording",
-    "output_write_episodes": "recording",
-}
+SECTIONS = ("environment", "training", "learners", "env_runners", "offline_data", "evaluation",
+            "rl_module", "debugging")
 _RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
 
 
@@ -90,6 +76,11 @@ class AlgorithmConfig:
         self.num_learners = 0
         self.num_gpus_per_learner: float = 0
         self.num_cpus_per_learner: float | str = "auto"
+        # env_runners (recording)
+        self.num_env_runners = 1
+        self.num_envs_per_env_runner = 1
+        self.num_cpus_per_env_runner: float = 1
+        self.batch_mode = "complete_episodes"
         # offline_data (RLlib's Input/Output API names)
         self.input_: str | list[str] | None = None
         self.input_read_method: str | Callable[..., Any] = "read_parquet"
@@ -151,6 +142,14 @@ class AlgorithmConfig:
                  num_gpus_per_learner: float = NotProvided,
                  num_cpus_per_learner: float | str = NotProvided) -> AlgorithmConfig:
         """How many learners and what each gets (``num_learners=0``: one in this process)."""
+        return self._set(locals())
+
+    def env_runners(self, *, num_env_runners: int = NotProvided,
+                    num_envs_per_env_runner: int = NotProvided,
+                    num_cpus_per_env_runner: float = NotProvided,
+                    batch_mode: str = NotProvided) -> AlgorithmConfig:
+        """The Ray actors that play the policy when recording (``Recorder``, or ``evaluate()``
+        with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor."""
         return self._set(locals())
 
     def offline_data(self, *, input_: str | list[str] = NotProvided,
@@ -272,6 +271,8 @@ class AlgorithmConfig:
             raise ValueError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
 
     def _problems(self) -> list[tuple[str, str]]:
+        from offline_rl.data.input_reader import resolve_filesystem
+
         problems = []
 
         def check(ok: bool, field: str, problem: str) -> None:
@@ -302,6 +303,10 @@ class AlgorithmConfig:
         check(self.input_read_batch_size is None or _positive_int(self.input_read_batch_size),
               "input_read_batch_size",
               f"must be None or an int >= 1, got {self.input_read_batch_size!r}")
+        try:
+            resolve_filesystem(self.input_filesystem, self.input_filesystem_kwargs)
+        except ValueError as error:
+            problems.append(("input_filesystem", str(error)))
         check(not (self.input_read_episodes and self.input_read_sample_batches),
               "input_read_episodes", "input_read_episodes and input_read_sample_batches are both "
               "set; choose the one format the data is in")
@@ -317,10 +322,27 @@ class AlgorithmConfig:
         check(not reserved, "iter_batches_kwargs",
               f"{reserved} are set by offline-rl: train batches hold exactly "
               "train_batch_size_per_learner rows")
-        defaults = type(self)()
-        for name, feature in NOT_YET_SUPPORTED.items():
-            check(getattr(self, name) == getattr(defaults, name), name,
-                  f"not yet supported: {name} ({feature})")
+        check(self.output is None or isinstance(self.output, str), "output",
+              f"must be one path or URI (a str), got {self.output!r}; recordings go to one place")
+        check(self.output_write_method in WRITE_METHODS, "output_write_method",
+              f"must be one of {sorted(WRITE_METHODS)}, got {self.output_write_method!r}")
+        check(not (self.output_write_episodes and self.output_write_method != "write_parquet"),
+              "output_write_method", "episodes (output_write_episodes=True) are written as "
+              "Parquet; use write_parquet or set output_write_episodes=False")
+        check(self.output_max_rows_per_file is None or _positive_int(self.output_max_rows_per_file),
+              "output_max_rows_per_file",
+              f"must be None or an int >= 1, got {self.output_max_rows_per_file!r}")
+        check(_positive_int(self.output_max_file_size), "output_max_file_size",
+              f"must be an int >= 1 (bytes), got {self.output_max_file_size!r}")
+        check(_positive_int(self.num_env_runners), "num_env_runners",
+              f"must be an int >= 1, got {self.num_env_runners!r}")
+        check(_positive_int(self.num_envs_per_env_runner), "num_envs_per_env_runner",
+              f"must be an int >= 1, got {self.num_envs_per_env_runner!r}")
+        check(_non_negative(self.num_cpus_per_env_runner), "num_cpus_per_env_runner",
+              f"must be a number >= 0, got {self.num_cpus_per_env_runner!r}")
+        check(self.batch_mode == "complete_episodes", "batch_mode",
+              f"must be 'complete_episodes' (offline data holds whole episodes), got "
+              f"{self.batch_mode!r}")
         check(self.evaluation_interval is None or _positive_int(self.evaluation_interval),
               "evaluation_interval",
               f"must be None or an int >= 1, got {self.evaluation_interval!r}")

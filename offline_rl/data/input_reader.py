@@ -1,14 +1,23 @@
-"""Finding, checking and reading the input files into a Ray Dataset."""
+"""Finding, checking and reading the input files into a Ray Dataset.
+
+Input may be local paths and globs, URIs (``s3://bucket/prefix``, ``gs://...``) that Ray Data
+resolves itself, or paths on a filesystem named by ``input_filesystem`` (``"s3"``, ``"gcs"``,
+``"abs"`` or a ``pyarrow.fs.FileSystem``), given with or without their scheme.
+"""
 
 from __future__ import annotations
 
+import glob
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import ray.data
 
@@ -20,11 +29,103 @@ if TYPE_CHECKING:
 
 #: Set to "1" to read Parquet with Ray Data's newer datasource (slower to start on small data).
 DATASOURCE_V2_ENV = "RAY_DATA_USE_DATASOURCE_V2"
+#: ``input_filesystem`` names and the ``pyarrow.fs`` class each builds.
+FILESYSTEMS = {"s3": "S3FileSystem", "gcs": "GcsFileSystem", "abs": "AzureFileSystem"}
+
+_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_GLOB_CHARS = frozenset("*?[")
 
 
-def input_paths(input_: str | list[str]) -> list[str]:
-    """``input_`` as a list of paths."""
-    return [input_] if isinstance(input_, str | os.PathLike) else [str(p) for p in input_]
+def resolve_filesystem(filesystem: str | pafs.FileSystem | None,
+                       kwargs: Mapping[str, Any] | None = None) -> pafs.FileSystem | None:
+    """``input_filesystem`` (+ ``input_filesystem_kwargs``) as a pyarrow filesystem.
+
+    ``"s3"``, ``"gcs"`` and ``"abs"`` build ``S3FileSystem``, ``GcsFileSystem`` and
+    ``AzureFileSystem`` with ``kwargs`` (e.g. ``endpoint_override``, ``access_key``, ``region``);
+    a ``FileSystem`` instance is used as it is; ``None`` lets Ray Data infer it from the paths.
+    """
+    kwargs = dict(kwargs or {})
+    if isinstance(filesystem, pafs.FileSystem) and kwargs:
+        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) are not used with a "
+                         "pyarrow.fs.FileSystem instance as input_filesystem; configure the "
+                         "instance itself, or set input_filesystem to one of "
+                         f"{sorted(FILESYSTEMS)}")
+    if filesystem is None and kwargs:
+        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) need input_filesystem: "
+                         f"set it to one of {sorted(FILESYSTEMS)}")
+    if filesystem is None or isinstance(filesystem, pafs.FileSystem):
+        return filesystem
+    if not isinstance(filesystem, str) or filesystem not in FILESYSTEMS:
+        raise ValueError(
+            f"input_filesystem={filesystem!r} is not supported; use one of {sorted(FILESYSTEMS)}, "
+            "a pyarrow.fs.FileSystem instance, or None to infer it from the paths"
+        )
+    name = FILESYSTEMS[filesystem]
+    cls = getattr(pafs, name, None)
+    if cls is None:
+        raise ValueError(f"input_filesystem={filesystem!r} needs pyarrow.fs.{name}, which this "
+                         "pyarrow build lacks; install a pyarrow wheel built with it")
+    try:
+        return cls(**kwargs)
+    except TypeError as error:  # an unknown keyword; values are not shown (they hold secrets)
+        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) do not fit "
+                         f"pyarrow.fs.{name}: {error}") from error
+
+
+def is_uri(path: str) -> bool:
+    """Whether ``path`` has a scheme (``s3://``, ``gs://``, ``file://``, ...)."""
+    return bool(_URI.match(path))
+
+
+def filesystem_path(path: str, filesystem: pafs.FileSystem | None) -> str:
+    """The path as ``filesystem`` expects it: ``s3://bucket/key`` -> ``bucket/key`` (paths
+    stay as they are without a filesystem: Ray Data then infers one from the scheme)."""
+    return path.split("://", 1)[1] if filesystem is not None and is_uri(path) else path
+
+
+def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
+                filesystem: pafs.FileSystem | None = None) -> list[str]:
+    """``input_`` as a list of paths, globs (``*``, ``?``, ``[...]``) expanded and sorted.
+
+    Without a filesystem, local globs are expanded and URIs are kept as they are; with one,
+    every path is on that filesystem and globs are matched against its listing (scheme kept).
+    A glob matching nothing is an error.
+    """
+    items = [input_] if isinstance(input_, str | os.PathLike) else list(input_)
+    paths: list[str] = []
+    for item in items:
+        path = os.fspath(item)
+        if not _GLOB_CHARS & set(path) or (filesystem is None and is_uri(path)):
+            paths.append(path)
+            continue
+        matches = (_glob_local(path) if filesystem is None
+                   else _glob_filesystem(path, filesystem))
+        if not matches:
+            raise FileNotFoundError(f"input_ pattern {path!r} matches no files or folders; fix "
+                                    "the pattern or list the paths")
+        paths.extend(matches)
+    return paths
+
+
+def _glob_local(pattern: str) -> list[str]:
+    if os.path.exists(pattern):  # a file whose name has a glob character
+        return [pattern]
+    return sorted(glob.glob(pattern, recursive=True))
+
+
+def _glob_filesystem(pattern: str, filesystem: pafs.FileSystem) -> list[str]:
+    """Files and folders on ``filesystem`` matching ``pattern`` part by part (``*`` stays
+    within one folder level)."""
+    scheme = pattern[: len(pattern) - len(filesystem_path(pattern, filesystem))]
+    parts = filesystem_path(pattern, filesystem).split("/")
+    first = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    selector = pafs.FileSelector("/".join(parts[:first]), allow_not_found=True,
+                                 recursive=first < len(parts) - 1)
+    return sorted(
+        scheme + info.path for info in filesystem.get_file_info(selector)
+        if len(info.path.split("/")) == len(parts)
+        and all(fnmatchcase(name, part) for name, part in zip(info.path.split("/"), parts))
+    )
 
 
 def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
@@ -32,49 +133,118 @@ def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
     """``"read_parquet"`` (or any ``ray.data.read_*`` name) or a callable -> the callable."""
     if callable(method):
         return method
-    if not method.startswith("read_") or not hasattr(ray.data, method):
-        raise ValueError(f"input_read_method={method!r} is not a ray.data.read_* function "
-                         "(e.g. 'read_parquet', 'read_json') or a callable")
-    return getattr(ray.data, method)
+    named = isinstance(method, str) and method.startswith("read_")
+    function = getattr(ray.data, method, None) if named else None
+    if not callable(function):
+        count = sum(name.startswith("read_") and callable(getattr(ray.data, name))
+                    for name in dir(ray.data))
+        raise ValueError(f"input_read_method={method!r} is not one of the {count} ray.data.read_* "
+                         "functions (e.g. 'read_parquet', 'read_json', 'read_csv') nor a callable "
+                         "(paths, **kwargs) -> ray.data.Dataset")
+    return function
 
 
-def check_local_parquet(paths: list[str], schema_overrides: dict[str, str],
-                        observation_space: gym.Space | None) -> None:
+def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
+                          schema_overrides: dict[str, str],
+                          observation_space: gym.Space | None) -> None:
     """Fails fast, before any Ray work, on missing paths, folders without Parquet files, missing
-    columns and observation shapes that do not match the space (reads Parquet footers only)."""
+    columns and observations of the wrong shape or type. Reads the first Parquet file's footer
+    per path (every file's footer when local, so torn files are caught too), locally or through
+    ``filesystem``; URIs without a filesystem are left to Ray Data."""
     schema = resolve_schema(schema_overrides)
     for path in paths:
-        if "://" in path:
+        if filesystem is None and is_uri(path):
             continue
-        root = Path(path)
-        if not root.exists():
-            raise FileNotFoundError(f"input_={path!r} does not exist; record a dataset first "
-                                    "(offline-rl datasets make ...) or fix the path")
-        files = [root] if root.is_file() else sorted(root.rglob("*.parquet"))
+        fs = filesystem or pafs.LocalFileSystem()
+        located = filesystem_path(path, filesystem)
+        files = _parquet_files(path, fs, located)
         if not files:
             raise DataFormatError(f"no Parquet files (*.parquet) under {path!r}; point input_ "
                                   "at a folder of Parquet files or set input_read_method")
-        _check_file(files[0], schema, observation_space)
+        scheme = path[: len(path) - len(located)]
+        _check_file(scheme + files[0], fs, files[0], schema, observation_space)
+        if isinstance(fs, pafs.LocalFileSystem):
+            for file in files[1:]:
+                _check_readable(file)
 
 
-def _check_file(file: Path, schema: dict[str, str], observation_space: gym.Space | None) -> None:
-    arrow_schema = pq.read_schema(file)
+def _check_readable(file: str) -> None:
+    try:
+        pq.read_metadata(file)
+    except (OSError, pa.ArrowException) as error:
+        raise DataFormatError(
+            f"{file} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
+            "Re-write it or move it out of the input folder") from None
+
+
+def _parquet_files(path: str, fs: pafs.FileSystem, located: str) -> list[str]:
+    """``located`` itself if it is a file, else the ``*.parquet`` files under it, sorted."""
+    try:
+        info = fs.get_file_info(located)
+        listing = (fs.get_file_info(pafs.FileSelector(located, recursive=True))
+                   if info.type == pafs.FileType.Directory else [])
+    except FileNotFoundError as error:
+        raise FileNotFoundError(_not_found(path, fs)) from error
+    except OSError as error:
+        raise OSError(f"cannot read input_={path!r} through {type(fs).__name__}: {error}. Check "
+                      "the path and input_filesystem_kwargs (endpoint, credentials, region)"
+                      ) from error
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(_not_found(path, fs))
+    if info.type == pafs.FileType.File:
+        return [located]
+    return sorted(entry.path for entry in listing
+                  if entry.type == pafs.FileType.File and entry.path.endswith(".parquet"))
+
+
+def _not_found(path: str, fs: pafs.FileSystem) -> str:
+    if isinstance(fs, pafs.LocalFileSystem):
+        return (f"input_={path!r} does not exist; record a dataset first "
+                "(offline-rl datasets make ...) or fix the path")
+    return (f"input_={path!r} does not exist on {type(fs).__name__} (no such bucket, key or "
+            "prefix); fix the path or input_filesystem_kwargs")
+
+
+def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, str],
+                observation_space: gym.Space | None) -> None:
+    try:
+        arrow_schema = pq.read_schema(file, filesystem=fs)
+    except (OSError, pa.ArrowException) as error:
+        raise DataFormatError(
+            f"{shown} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
+            "Re-write it or move it out of the input folder") from None
     missing = missing_columns(arrow_schema.names, schema)
     if missing:
         raise DataFormatError(
-            f"{file} has no column(s) {missing} (columns: {sorted(arrow_schema.names)}). Rename "
+            f"{shown} has no column(s) {missing} (columns: {sorted(arrow_schema.names)}). Rename "
             "the columns or map them with config.offline_data(input_read_schema={field: column})."
         )
     if not isinstance(observation_space, gym.spaces.Box):
         return
     column = schema[Columns.OBS]
-    shape = _row_shape(arrow_schema.field(column).type)
+    arrow_type = arrow_schema.field(column).type
+    leaf = _leaf_type(arrow_type)
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or (
+            pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
+        return  # compressed: checked when decoded
+    if not (pa.types.is_integer(leaf) or pa.types.is_floating(leaf) or pa.types.is_boolean(leaf)):
+        raise DataFormatError(
+            f"{shown}: column {column!r} holds {leaf} values, but the observation space "
+            f"{observation_space} expects numbers; check the data or input_read_schema")
+    shape = _row_shape(arrow_type)
     if shape is not None and shape != observation_space.shape:
         raise DataFormatError(
-            f"{file}: column {column!r} holds arrays of shape {shape} but the observation space "
+            f"{shown}: column {column!r} holds arrays of shape {shape} but the observation space "
             f"is {observation_space} with shape {observation_space.shape}; check the data or "
             "config.environment(observation_space=...)"
         )
+
+
+def _leaf_type(arrow_type: Any) -> pa.DataType:
+    """The element type under any list or tensor nesting."""
+    while hasattr(arrow_type, "value_type") or hasattr(arrow_type, "storage_type"):
+        arrow_type = getattr(arrow_type, "value_type", None) or arrow_type.storage_type
+    return arrow_type
 
 
 def _row_shape(arrow_type: Any) -> tuple[int, ...] | None:
@@ -108,10 +278,20 @@ def _quiet_read_context() -> Iterator[None]:
 
 
 def read_input(config: AlgorithmConfig) -> ray.data.Dataset:
-    """``input_read_method(paths, **input_read_method_kwargs)`` as a Dataset."""
+    """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
+    (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme)."""
     read = resolve_read_method(config.input_read_method)
+    filesystem = resolve_filesystem(config.input_filesystem, config.input_filesystem_kwargs)
+    kwargs = dict(config.input_read_method_kwargs)
+    if filesystem is not None:
+        if "filesystem" in kwargs:
+            raise ValueError("the filesystem is set twice: give it as input_filesystem or in "
+                             "input_read_method_kwargs, not both")
+        kwargs["filesystem"] = filesystem
+    paths = [filesystem_path(path, filesystem)
+             for path in input_paths(config.input_, filesystem)]
     with _quiet_read_context():
-        dataset = read(input_paths(config.input_), **config.input_read_method_kwargs)
+        dataset = read(paths, **kwargs)
     if config.materialize_data:
         dataset = dataset.materialize()
     return dataset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,12 @@ import ray.data
 
 from offline_rl.data.batch_stream import BatchStream
 from offline_rl.data.drop_counter import DropCounter
-from offline_rl.data.input_reader import check_local_parquet, input_paths, read_input
+from offline_rl.data.input_reader import (
+    check_parquet_columns,
+    input_paths,
+    read_input,
+    resolve_filesystem,
+)
 from offline_rl.data.resources import prelearner_pool_kwargs
 
 if TYPE_CHECKING:
@@ -24,6 +30,8 @@ ROWS_PER_PRELEARNER_CALL = 32
 EPISODES_PER_PRELEARNER_CALL = 32
 #: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
 ROWS_PER_FETCH = 8
+#: Seconds between two requests for the PreLearners' drop counts.
+DROPS_POLL_S = 1.0
 #: Default prefetch depth of ``iter_batches``.
 DEFAULT_PREFETCH_BATCHES = 2
 
@@ -48,14 +56,18 @@ class OfflineData:
     def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space]):
         self.config = config
         self.spaces = spaces
-        self.paths = input_paths(config.input_)
+        self.filesystem = resolve_filesystem(config.input_filesystem,
+                                             config.input_filesystem_kwargs)
+        self.paths = input_paths(config.input_, self.filesystem)
         self.reads_episodes = config.input_read_episodes or config.input_read_sample_batches
         if config.input_read_method == "read_parquet" and not self.reads_episodes:
-            check_local_parquet(self.paths, config.input_read_schema, spaces[0])
+            check_parquet_columns(self.paths, self.filesystem, config.input_read_schema,
+                                  spaces[0])
         self.batch_size = config.train_batch_size_per_learner
         self.stream: BatchStream | None = None
         self._drops: dict[str, int] = {}
         self._pending_drops: ray.ObjectRef | None = None
+        self._drops_asked = -DROPS_POLL_S
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming; returns ``self``."""
@@ -112,14 +124,18 @@ class OfflineData:
 
     def dropped(self, *, wait: bool = False) -> dict[str, int]:
         """Data the PreLearners dropped so far, by reason (``duplicate_episodes``,
-        ``nonfinite_rows``, ...). Without ``wait`` this never blocks: it returns the latest
-        totals that have arrived."""
-        if self._pending_drops is None:
+        ``nonfinite_rows``, ...). With ``wait`` it asks the counter and waits for the answer;
+        without, it never blocks: it returns the latest totals that have arrived, asking the
+        counter at most every ``DROPS_POLL_S`` seconds."""
+        if wait:
+            self._drops, self._pending_drops = ray.get(self._drop_counter.totals.remote()), None
+            return dict(self._drops)
+        now = time.monotonic()
+        if self._pending_drops is None and now - self._drops_asked >= DROPS_POLL_S:
             self._pending_drops = self._drop_counter.totals.remote()
-        ready, _ = ray.wait([self._pending_drops], timeout=None if wait else 0)
-        if ready:
-            self._drops = ray.get(ready[0])
-            self._pending_drops = None
+            self._drops_asked = now
+        if self._pending_drops is not None and ray.wait([self._pending_drops], timeout=0)[0]:
+            self._drops, self._pending_drops = ray.get(self._pending_drops), None
         return dict(self._drops)
 
     def stop(self) -> None:

@@ -124,8 +124,12 @@ class OfflinePreLearner:
         if not self._vectorized:
             names += [self.schema[field] for field in EPISODE_BOOKKEEPING
                       if self.schema[field] in table.column_names]
-        rows = table_to_numpy(table, [name for name in names if name not in self._compressed])
-        for name in self._compressed & set(names):
+        compressed = self._compressed | {
+            self.schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
+            if self.schema[field] in table.column_names
+            and _is_bytes_type(table.schema.field(self.schema[field]).type)}
+        rows = table_to_numpy(table, [name for name in names if name not in compressed])
+        for name in compressed & set(names):
             rows[name] = decompress_column(table.column(name).to_pylist(), name,
                                            f"column {name!r} (input_compress_columns)")
         return rows
@@ -256,6 +260,12 @@ class OfflinePreLearner:
         if is_multi_agent:
             raise ValueError("offline-rl reads single-agent data; got is_multi_agent=True")
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
+
+
+def _is_bytes_type(arrow_type: pa.DataType) -> bool:
+    """Binary or string: where a numeric field is compressed (offline-rl's or RLlib's codec)."""
+    return (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
+            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _row_identity(table: pa.Table, bad: np.ndarray) -> str:

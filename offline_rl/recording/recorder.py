@@ -1,0 +1,155 @@
+"""``Recorder``: a policy played in gymnasium envs across Ray actors, written to ``output``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import ray
+from tqdm import tqdm
+
+from offline_rl.recording.rollout import as_batch_policy, rollout
+from offline_rl.recording.writer import EpisodeWriter
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+#: Episodes one ``record`` call on a runner plays before reporting progress.
+EPISODES_PER_REPORT = 8
+
+
+class Recorder:
+    """Records complete episodes of ``policy`` with ``config.num_env_runners`` Ray actors, each
+    stepping ``config.num_envs_per_env_runner`` envs, written by an ``EpisodeWriter`` per actor
+    with the config's ``output*`` options. ``record(n)`` shows a progress bar; ``stop()``
+    flushes what the actors still buffer and releases them.
+
+    Example:
+        >>> from offline_rl import BCConfig
+        >>> config = (BCConfig().environment("CartPole-v1")          # doctest: +SKIP
+        ...           .offline_data(output="data/recorded", output_write_episodes=False)
+        ...           .env_runners(num_env_runners=2))
+        >>> with Recorder(config, "runs/bc/checkpoint") as recorder:  # doctest: +SKIP
+        ...     stats = recorder.record(100)
+    """
+
+    def __init__(self, config: AlgorithmConfig, policy: Any):
+        if not config.output:
+            raise ValueError("recording needs config.offline_data(output=<path or URI>)")
+        if config.env is None:
+            raise ValueError("recording needs an env: set config.environment(env=...)")
+        runner = ray.remote(num_cpus=config.num_cpus_per_env_runner)(_EnvRunner)
+        self.config = config
+        self.runners = [
+            runner.remote(config, policy, index) for index in range(config.num_env_runners)]
+
+    def record(self, num_episodes: int, *, policy: Any = None,
+               progress: bool = True) -> dict[str, Any]:
+        """Records ``num_episodes`` complete episodes, spread over the runners (with ``policy``
+        from now on, when given); returns ``{"episodes", "env_steps", "episode_return_mean",
+        ...}`` for them."""
+        if policy is not None:
+            ray.get([runner.set_policy.remote(policy) for runner in self.runners])
+        shares = np.diff(np.linspace(0, num_episodes, len(self.runners) + 1).round().astype(int))
+        pending: dict[ray.ObjectRef, tuple[Any, int]] = {}
+        returns: list[float] = []
+        lengths: list[int] = []
+
+        def submit(runner: Any, remaining: int) -> None:
+            count = min(EPISODES_PER_REPORT, remaining)
+            if count:
+                pending[runner.record.remote(count)] = (runner, remaining - count)
+
+        for runner, share in zip(self.runners, shares):
+            submit(runner, int(share))
+        with tqdm(total=num_episodes, unit="episode", desc=f"recording {self.config.env}",
+                  disable=not progress) as bar:
+            while pending:
+                (done,), _ = ray.wait(list(pending), num_returns=1)
+                runner, remaining = pending.pop(done)
+                episode_returns, episode_lengths = ray.get(done)
+                returns += episode_returns
+                lengths += episode_lengths
+                bar.update(len(episode_returns))
+                submit(runner, remaining)
+        return {
+            "num_episodes": len(returns),
+            "num_env_steps": int(sum(lengths)),
+            "episode_return_mean": float(np.mean(returns)),
+            "episode_return_std": float(np.std(returns)),
+            "episode_return_min": float(np.min(returns)),
+            "episode_return_max": float(np.max(returns)),
+            "episode_len_mean": float(np.mean(lengths)),
+        }
+
+    def stop(self) -> list[str]:
+        """Flushes every runner's buffered episodes; returns all files written; frees actors."""
+        files = [path for paths in ray.get([r.stop.remote() for r in self.runners])
+                 for path in paths]
+        for runner in self.runners:
+            ray.kill(runner)
+        self.runners = []
+        return files
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.runners:
+            self.stop()
+
+
+class _EnvRunner:
+    """One recording actor: its envs, the policy and its writer."""
+
+    def __init__(self, config: AlgorithmConfig, policy: Any, index: int):
+        self.config = config
+        self.set_policy(policy)
+        self.index = index
+        self.writer = EpisodeWriter(
+            config.output, env_name=_env_name(config.env), runner_index=index,
+            write_episodes=config.output_write_episodes,
+            max_rows_per_file=config.output_max_rows_per_file,
+            max_file_size=config.output_max_file_size,
+            compress_columns=config.output_compress_columns,
+            write_method=config.output_write_method,
+            write_method_kwargs=config.output_write_method_kwargs,
+            filesystem=_filesystem(config),
+        )
+        self.files: list[str] = []
+        self.episodes_started = 0
+
+    def set_policy(self, policy: Any) -> None:
+        self.policy = as_batch_policy(policy)
+        self.on_episode_start: Callable[[int], None] | None = getattr(
+            policy, "start_episode", None)
+
+    def record(self, num_episodes: int) -> tuple[list[float], list[int]]:
+        seed = self.config.seed
+        first = None if seed is None else seed + 1_000_003 * self.index + self.episodes_started
+        returns, lengths = [], []
+        for episode in rollout(self.config.env, self.config.env_config, self.policy,
+                               num_episodes, num_envs=self.config.num_envs_per_env_runner,
+                               seed=first, on_episode_start=self.on_episode_start):
+            self.files += self.writer.add([episode])
+            returns.append(episode.get_return())
+            lengths.append(len(episode))
+        self.episodes_started += num_episodes
+        return returns, lengths
+
+    def stop(self) -> list[str]:
+        self.files += self.writer.flush()
+        return self.files
+
+
+def _env_name(env: Any) -> str:
+    return env if isinstance(env, str) else getattr(env, "__name__", "env")
+
+
+def _filesystem(config: AlgorithmConfig) -> Any:
+    if config.output_filesystem is None:
+        return None
+    from offline_rl.data.input_reader import resolve_filesystem
+
+    return resolve_filesystem(config.output_filesystem, config.output_filesystem_kwargs)

@@ -1,0 +1,204 @@
+"""``EpisodeWriter``: complete episodes -> Parquet (or JSON) files that offline-rl and RLlib read.
+
+Files go to ``<output>/<env-name>/run-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``, one folder per
+flush. Each file is written under a hidden temporary name (Ray Data and pyarrow skip names
+starting with ``.``) and renamed into place when complete, so an interrupted recording never
+leaves a file that reads as whole but holds part of the data.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from offline_rl.codec import pack_episode_state
+from offline_rl.columns import Columns
+from offline_rl.compression import pack_array
+from offline_rl.episode import SingleAgentEpisode
+
+#: ``output_write_method`` values the writer implements.
+WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
+
+
+class EpisodeWriter:
+    """Buffers complete episodes and writes them out in RLlib's layouts.
+
+    ``write_episodes=True`` writes one row per episode, an msgpack state in the ``item`` column
+    (RLlib's ``output_write_episodes=True``); ``False`` writes one row per timestep with RLlib's
+    columns (``eps_id``, ``t``, ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
+    ``truncateds``, extra model outputs such as ``action_logp``; ``infos`` unless all empty),
+    with ``compress_columns`` packed by ``offline_rl.compression.pack_array``. A file is cut
+    after ``max_rows_per_file`` rows or about ``max_file_size`` bytes.
+
+    Example:
+        >>> import tempfile
+        >>> from offline_rl import SingleAgentEpisode
+        >>> episode = SingleAgentEpisode(observations=[[0.0], [1.0]], actions=[1],
+        ...                              rewards=[1.0], terminated=True, len_lookback_buffer=0)
+        >>> writer = EpisodeWriter(tempfile.mkdtemp(), env_name="demo", write_episodes=False)
+        >>> writer.add([episode])
+        []
+        >>> [path.rsplit("/", 2)[-2:] for path in writer.flush()]
+        [['run-000000-00000', 'part-00000.parquet']]
+    """
+
+    def __init__(self, output: str, *, env_name: str, runner_index: int = 0,
+                 write_episodes: bool = True, max_rows_per_file: int | None = None,
+                 max_file_size: int = 64 * 1024 * 1024, compress_columns: Sequence[str] = (),
+                 write_method: str = "write_parquet",
+                 write_method_kwargs: dict[str, Any] | None = None,
+                 filesystem: pafs.FileSystem | None = None):
+        if write_method not in WRITE_METHODS:
+            raise ValueError(f"output_write_method={write_method!r} is not supported; use one "
+                             f"of {sorted(WRITE_METHODS)}")
+        if write_episodes and write_method != "write_parquet":
+            raise ValueError("episodes (output_write_episodes=True) are written as Parquet; use "
+                             "output_write_method='write_parquet' or output_write_episodes=False")
+        if filesystem is None:
+            filesystem, output = pafs.FileSystem.from_uri(_as_uri(output))
+        self.filesystem = filesystem
+        self.folder = f"{output.rstrip('/')}/{_folder_name(env_name)}"
+        self.runner_index = runner_index
+        self.write_episodes = write_episodes
+        self.max_rows_per_file = max_rows_per_file
+        self.max_file_size = max_file_size
+        self.compress_columns = set(compress_columns)
+        if Columns.OBS in self.compress_columns:
+            self.compress_columns.add(Columns.NEXT_OBS)
+        self.format = WRITE_METHODS[write_method]
+        self.write_kwargs = dict(write_method_kwargs or {})
+        self._episodes: list[SingleAgentEpisode] = []
+        self._buffered_rows = 0
+        self._buffered_bytes = 0
+        self._writes = 0
+        self.rows_written = 0
+
+    def add(self, episodes: Iterable[SingleAgentEpisode]) -> list[str]:
+        """Buffers complete episodes (an unfinished one is an error); writes them out once a
+        file's worth (``max_rows_per_file`` rows or ``max_file_size`` bytes) is buffered.
+        Returns the paths written, if any."""
+        for episode in episodes:
+            if not episode.is_done:
+                raise ValueError(f"episode {episode.id_} is not done; only complete episodes are "
+                                 "recorded")
+            self._episodes.append(episode)
+            self._buffered_rows += 1 if self.write_episodes else len(episode)
+            self._buffered_bytes += _approximate_bytes(episode)
+        full = self._buffered_bytes >= self.max_file_size or (
+            self.max_rows_per_file is not None and self._buffered_rows >= self.max_rows_per_file)
+        return self.flush() if full else []
+
+    def flush(self) -> list[str]:
+        """Writes every buffered episode into a new ``run-...`` folder; returns the file paths."""
+        if not self._episodes:
+            return []
+        table = (_episodes_table(self._episodes) if self.write_episodes
+                 else _tabular_table(self._episodes, self.compress_columns))
+        folder = f"{self.folder}/run-{self.runner_index:06d}-{self._writes:05d}"
+        self.filesystem.create_dir(folder, recursive=True)
+        paths = [self._write_atomically(part, f"{folder}/part-{number:05d}.{self.format}")
+                 for number, part in enumerate(self._parts(table))]
+        self._writes += 1
+        self.rows_written += table.num_rows
+        self._episodes, self._buffered_rows, self._buffered_bytes = [], 0, 0
+        return paths
+
+    def _parts(self, table: pa.Table) -> list[pa.Table]:
+        bytes_per_row = max(1, table.nbytes // max(table.num_rows, 1))
+        rows = max(1, self.max_file_size // bytes_per_row)
+        if self.max_rows_per_file:
+            rows = min(rows, self.max_rows_per_file)
+        return [table.slice(start, rows) for start in range(0, table.num_rows, rows)]
+
+    def _write_atomically(self, table: pa.Table, path: str) -> str:
+        folder, name = path.rsplit("/", 1)
+        temporary = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+        with self.filesystem.open_output_stream(temporary) as stream:
+            if self.format == "parquet":
+                pq.write_table(table, stream, **self.write_kwargs)
+            else:
+                stream.write(_json_lines(table))
+        self.filesystem.move(temporary, path)
+        return path
+
+
+def _approximate_bytes(episode: SingleAgentEpisode) -> int:
+    """Uncompressed bytes of an episode's columns (what sizes a file before compression)."""
+    buffers = (episode.observations, episode.actions, episode.rewards,
+               *episode.extra_model_outputs.values())
+    return sum(np.asarray(buffer.data).nbytes for buffer in buffers)
+
+
+def _episodes_table(episodes: list[SingleAgentEpisode]) -> pa.Table:
+    items = [pack_episode_state(episode.get_state()) for episode in episodes]
+    return pa.table({"item": pa.array(items, pa.binary())})
+
+
+def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa.Table:
+    from ray.data.extensions import ArrowTensorArray
+
+    columns: dict[str, list] = {name: [] for name in (
+        Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
+        Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS)}
+    extras = sorted(episodes[0].extra_model_outputs)
+    infos: list[dict] = []
+    for episode in episodes:
+        steps = len(episode)
+        observations = np.asarray(episode.get_observations())
+        last = np.arange(steps) == steps - 1
+        columns[Columns.EPS_ID].append(np.full(steps, episode.id_, dtype=object))
+        columns[Columns.T].append(episode.t_started + np.arange(steps))
+        columns[Columns.OBS].append(observations[:-1])
+        columns[Columns.NEXT_OBS].append(observations[1:])
+        columns[Columns.ACTIONS].append(np.asarray(episode.get_actions()))
+        columns[Columns.REWARDS].append(np.asarray(episode.get_rewards()))
+        columns[Columns.TERMINATEDS].append(last & bool(episode.is_terminated))
+        columns[Columns.TRUNCATEDS].append(last & bool(episode.is_truncated))
+        for key in extras:
+            columns.setdefault(key, []).append(np.asarray(episode.get_extra_model_outputs(key)))
+        infos.extend(episode.get_infos()[1:])
+    arrays: dict[str, Any] = {}
+    for name, parts in columns.items():
+        values = np.concatenate(parts)
+        if name in compress:
+            arrays[name] = pa.array([pack_array(row) for row in values], pa.binary())
+        elif values.ndim > 1:
+            arrays[name] = ArrowTensorArray.from_numpy(values)
+        else:
+            arrays[name] = pa.array(values.tolist() if values.dtype == object else values)
+    if any(infos):
+        arrays[Columns.INFOS] = pa.array([info or None for info in infos])
+    return pa.table(arrays)
+
+
+def _json_lines(table: pa.Table) -> bytes:
+    buffer = io.StringIO()
+    for row in table.to_pylist():
+        buffer.write(json.dumps(row, default=_json_value) + "\n")
+    return buffer.getvalue().encode()
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def _folder_name(env_name: str) -> str:
+    return env_name.replace("/", "_").lower()
+
+
+def _as_uri(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)

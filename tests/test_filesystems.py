@@ -1,0 +1,221 @@
+"""Input on pyarrow filesystems, against a real S3-compatible server (moto) on loopback: paths,
+globs, checks, pushdown and BC training through the full Ray Data pipeline."""
+
+from __future__ import annotations
+
+import logging
+
+import gymnasium as gym
+import numpy as np
+import pyarrow.dataset as pds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+import ray.data
+
+from offline_rl import OfflineData
+from offline_rl.data.input_reader import (
+    check_parquet_columns,
+    input_paths,
+    read_input,
+    resolve_filesystem,
+    resolve_read_method,
+)
+from offline_rl.data.tabular import DataFormatError
+
+SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
+BUCKET = "offline-rl"
+ROWS = 20_000  # the cartpole_data fixture: 40 episodes x 500 steps
+PARTS = 4  # the same rows split into this many files under parts/
+
+
+@pytest.fixture(scope="session")
+def s3_kwargs() -> dict[str, str]:
+    """An S3-compatible server (moto) on 127.0.0.1 for the session: S3FileSystem kwargs."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    yield {"access_key": "testing", "secret_key": "testing", "region": "us-east-1",
+           "endpoint_override": f"127.0.0.1:{port}", "scheme": "http"}
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_fs(s3_kwargs) -> pafs.S3FileSystem:
+    return pafs.S3FileSystem(**s3_kwargs)
+
+
+@pytest.fixture(scope="session")
+def s3_data(s3_kwargs, cartpole_data) -> str:
+    """``s3://offline-rl``, holding cartpole/ (the cartpole_data files), parts/ (the same rows
+    in PARTS files), no-new-obs/ (a file lacking a column) and notes/ (no Parquet)."""
+    fs = pafs.S3FileSystem(allow_bucket_creation=True, **s3_kwargs)
+    fs.create_dir(BUCKET)
+    pafs.copy_files(str(cartpole_data), f"{BUCKET}/cartpole", destination_filesystem=fs)
+    table = pq.read_table(cartpole_data / "part-00000.parquet")
+    rows = len(table) // PARTS
+    for part in range(PARTS):
+        pq.write_table(table.slice(part * rows, rows), f"{BUCKET}/parts/part-{part}.parquet",
+                       filesystem=fs)
+    pq.write_table(table.slice(0, 10).drop_columns(["new_obs"]),
+                   f"{BUCKET}/no-new-obs/part.parquet", filesystem=fs)
+    with fs.open_output_stream(f"{BUCKET}/notes/readme.txt") as stream:
+        stream.write(b"not data")
+    return f"s3://{BUCKET}"
+
+
+def test_resolve_filesystem_builds_named_filesystems_and_rejects_the_rest():
+    s3 = resolve_filesystem("s3", {"region": "eu-west-1", "endpoint_override": "127.0.0.1:9"})
+    assert isinstance(s3, pafs.S3FileSystem) and s3.region == "eu-west-1"
+    assert isinstance(resolve_filesystem("gcs", {"anonymous": True}), pafs.GcsFileSystem)
+    assert isinstance(resolve_filesystem("abs", {"account_name": "acct"}), pafs.AzureFileSystem)
+    assert resolve_filesystem(s3, {}) is s3
+    assert resolve_filesystem(None, None) is None
+    with pytest.raises(ValueError, match=r"\(keys \['region'\]\) are not used with a pyarrow"):
+        resolve_filesystem(s3, {"region": "us-east-1"})
+    with pytest.raises(ValueError, match=r"\(keys \['region'\]\) need input_filesystem"):
+        resolve_filesystem(None, {"region": "us-east-1"})
+    with pytest.raises(ValueError, match=r"input_filesystem='hdfs' is not supported.*'abs'"):
+        resolve_filesystem("hdfs", {})
+    with pytest.raises(ValueError, match=r"keys \['secret_key', 'sekret'\]\) do not fit "
+                                         r"pyarrow\.fs\.S3FileSystem") as error:
+        resolve_filesystem("s3", {"secret_key": "hidden-value", "sekret": "x"})
+    assert "hidden-value" not in str(error.value)
+
+
+def test_unknown_read_method_names_valid_ones():
+    assert resolve_read_method("read_json") is ray.data.read_json
+    with pytest.raises(ValueError, match=r"'read_parqet' is not one of .*'read_parquet'"):
+        resolve_read_method("read_parqet")
+    with pytest.raises(ValueError, match="ray.data.read_"):
+        resolve_read_method("read_api")  # a module of ray.data, not a read function
+
+
+def test_input_paths_expand_local_and_s3_globs(tmp_path, s3_data, s3_fs):
+    for name in ("b.parquet", "a.parquet", "notes.txt"):
+        (tmp_path / name).write_text("")
+    local = [str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")]
+    assert input_paths(str(tmp_path / "*.parquet")) == local
+    assert input_paths([tmp_path / "notes.txt", str(tmp_path / "?.parquet")]) == [
+        str(tmp_path / "notes.txt"), *local]
+    with pytest.raises(FileNotFoundError, match=r"pattern '.*\*\.json' matches no files"):
+        input_paths(str(tmp_path / "*.json"))
+
+    assert input_paths(f"{s3_data}/parts/part-[12].parquet", s3_fs) == [
+        f"{s3_data}/parts/part-1.parquet", f"{s3_data}/parts/part-2.parquet"]
+    assert input_paths(f"{BUCKET}/*/part.parquet", s3_fs) == [f"{BUCKET}/no-new-obs/part.parquet"]
+    assert input_paths(f"{s3_data}/cartpole", s3_fs) == [f"{s3_data}/cartpole"]
+    assert input_paths("s3://elsewhere/*.parquet") == ["s3://elsewhere/*.parquet"]  # Ray's job
+    with pytest.raises(FileNotFoundError, match="'s3://offline-rl/nope/\\*' matches no files"):
+        input_paths(f"{s3_data}/nope/*", s3_fs)
+
+
+def test_s3_checks_name_the_path_file_and_column(s3_data, s3_fs, s3_kwargs):
+    check_parquet_columns([f"{s3_data}/cartpole", f"{BUCKET}/parts"], s3_fs, {}, SPACES[0])
+    with pytest.raises(DataFormatError, match=r"^s3://offline-rl/no-new-obs/part\.parquet has "
+                                              r"no column\(s\) \['new_obs'\]"):
+        check_parquet_columns([f"{s3_data}/no-new-obs"], s3_fs, {}, SPACES[0])
+    check_parquet_columns([f"{s3_data}/no-new-obs"], s3_fs, {"new_obs": "obs"}, SPACES[0])
+    with pytest.raises(DataFormatError, match=r"^s3://offline-rl/parts/part-0\.parquet: column "
+                                              r"'obs' holds arrays of shape \(4,\)"):
+        check_parquet_columns([f"{s3_data}/parts"], s3_fs, {},
+                              gym.spaces.Box(-1, 1, (3,), np.float32))
+    for missing in (f"{s3_data}/nope", "s3://no-such-bucket/data"):
+        with pytest.raises(FileNotFoundError,
+                           match=f"input_='{missing}' does not exist on S3FileSystem"):
+            check_parquet_columns([missing], s3_fs, {}, SPACES[0])
+    with pytest.raises(DataFormatError, match=r"no Parquet files \(\*\.parquet\) under "
+                                              r"'s3://offline-rl/notes'"):
+        check_parquet_columns([f"{s3_data}/notes"], s3_fs, {}, SPACES[0])
+    unreachable = pafs.S3FileSystem(
+        **{**s3_kwargs, "endpoint_override": "127.0.0.1:1"}, connect_timeout=1,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1))
+    with pytest.raises(OSError, match=r"cannot read input_='s3://offline-rl/cartpole' through "
+                                      r"S3FileSystem: .*Check the path and input_filesystem_kw"):
+        check_parquet_columns([f"{s3_data}/cartpole"], unreachable, {}, SPACES[0])
+
+
+def test_offline_data_checks_s3_input_before_any_ray_work(bc_config, s3_data, s3_kwargs):
+    s3 = {"input_filesystem": "s3", "input_filesystem_kwargs": s3_kwargs}
+    with pytest.raises(DataFormatError, match=r"no-new-obs/part\.parquet has no column"):
+        OfflineData(bc_config.offline_data(input_=f"{s3_data}/no-new-obs", **s3), SPACES)
+    with pytest.raises(FileNotFoundError, match="'s3://offline-rl/nope' does not exist"):
+        OfflineData(bc_config.offline_data(input_=f"{s3_data}/nope", **s3), SPACES)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("given_as", ["name", "instance"])
+def test_bc_trains_on_s3_data(ray_session, bc_config, s3_data, s3_kwargs, given_as):
+    filesystem = ({"input_filesystem": "s3", "input_filesystem_kwargs": s3_kwargs}
+                  if given_as == "name" else {"input_filesystem": pafs.S3FileSystem(**s3_kwargs)})
+    config = bc_config.offline_data(input_=f"{s3_data}/cartpole", **filesystem)
+    with config.build() as algo:
+        results = [algo.train()["learners"]["__all_modules__"] for _ in range(2)]
+    assert [result["num_env_steps_trained"] for result in results] == [512, 512]
+    assert results[-1]["num_env_steps_trained_lifetime"] == 1024
+
+
+@pytest.mark.timeout(120)
+def test_every_s3_row_is_streamed_once_per_epoch(ray_session, bc_config, s3_data, s3_kwargs):
+    config = bc_config.offline_data(
+        input_=f"{s3_data}/parts", input_filesystem="s3", input_filesystem_kwargs=s3_kwargs,
+        iter_batches_kwargs={"local_shuffle_buffer_size": None})
+    data = OfflineData(config, SPACES).start()
+    try:
+        while data.stream.stats.epochs_completed < 1:
+            data.sample()
+        assert data.stream.stats.epoch_rows == [ROWS]
+    finally:
+        data.stop()
+
+
+@pytest.mark.timeout(120)
+def test_column_projection_and_row_filter_reach_read_parquet(ray_session, bc_config, s3_data,
+                                                            s3_kwargs):
+    columns = ["obs", "actions", "rewards", "new_obs", "terminateds"]
+    config = bc_config.offline_data(
+        input_=f"{s3_data}/cartpole", input_filesystem="s3", input_filesystem_kwargs=s3_kwargs,
+        input_read_method_kwargs={"columns": columns, "filter": pds.field("t") < 100})
+    data = OfflineData(config, SPACES).start()
+    try:
+        batch = data.sample()
+        while data.stream.stats.epochs_completed < 1:
+            data.sample()
+        assert data.stream.stats.epoch_rows == [40 * 100]  # the first 100 steps of 40 episodes
+        assert sorted(batch) == sorted([*columns, "truncateds"])  # filled in: all False
+        assert not batch["truncateds"].any()
+    finally:
+        data.stop()
+
+
+@pytest.mark.timeout(120)
+def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_config, cartpole_data,
+                                                          s3_data, s3_kwargs):
+    s3 = {"input_filesystem": "s3", "input_filesystem_kwargs": s3_kwargs}
+    part_rows = ROWS // PARTS
+
+    def count(**options) -> int:
+        return read_input(bc_config.copy().offline_data(**options)).count()
+
+    assert count(input_=[f"{s3_data}/parts/part-0.parquet", f"{BUCKET}/parts/part-3.parquet"],
+                 **s3) == 2 * part_rows
+    assert count(input_=f"{s3_data}/parts/part-[0-2].parquet", **s3) == 3 * part_rows
+    assert count(input_=[str(cartpole_data / "*.parquet"), str(cartpole_data)]) == 2 * ROWS
+
+    calls = []
+
+    def read_first_file(paths: list[str], **kwargs) -> ray.data.Dataset:
+        calls.append((paths, kwargs))
+        return ray.data.read_parquet(paths[:1], **kwargs)
+
+    assert count(input_=f"{s3_data}/parts/*.parquet", input_read_method=read_first_file,
+                 input_read_method_kwargs={"columns": ["t"]}, **s3) == part_rows
+    [(paths, kwargs)] = calls
+    assert paths == [f"{BUCKET}/parts/part-{part}.parquet" for part in range(PARTS)]
+    assert sorted(kwargs) == ["columns", "filesystem"]
+    assert isinstance(kwargs["filesystem"], pafs.S3FileSystem)
+    with pytest.raises(ValueError, match="filesystem is set twice"):
+        count(input_=f"{s3_data}/parts", input_read_method_kwargs={"filesystem": None}, **s3)

@@ -1,0 +1,152 @@
+"""Recording: writer round trips in both formats, the RLlib layout, Ray recorders, crash safety."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import ray
+
+from offline_rl import BCConfig
+from offline_rl.codec import unpack_episode_state
+from offline_rl.compression import decompress_column
+from offline_rl.data.episode_input import decode_episode
+from offline_rl.data.tabular import table_to_numpy
+from offline_rl.data.transitions import Transitions
+from offline_rl.episode import STATE_KEYS
+from offline_rl.recording.recorder import Recorder
+from offline_rl.recording.rollout import as_batch_policy, rollout
+from offline_rl.recording.writer import EpisodeWriter
+from tests.policies import DiesAfter, alternating
+
+FIXTURE_EPISODES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"
+
+
+def cartpole_episodes(count: int = 5):
+    return list(rollout("CartPole-v1", None, as_batch_policy(alternating), count, num_envs=2,
+                        seed=0))
+
+
+def read_files(folder: Path) -> pa.Table:
+    files = sorted(folder.rglob("*.parquet"))
+    assert files and not [f for f in folder.rglob("*") if f.name.startswith(".")]
+    return pa.concat_tables(pq.read_table(file) for file in files)
+
+
+@pytest.mark.parametrize("compress", [[], ["obs"]])
+def test_tabular_round_trip_is_identical(tmp_path, compress):
+    episodes = cartpole_episodes()
+    writer = EpisodeWriter(str(tmp_path), env_name="CartPole-v1", write_episodes=False,
+                           compress_columns=compress, max_rows_per_file=40)
+    writer.add(episodes)
+    writer.flush()
+    table = read_files(tmp_path / "cartpole-v1")
+    plain = [name for name in table.column_names if name not in ("obs", "new_obs") or not compress]
+    rows = table_to_numpy(table, plain)
+    for name in ("obs", "new_obs"):
+        if compress:
+            assert pa.types.is_binary(table.schema.field(name).type)
+            rows[name] = decompress_column(table.column(name).to_pylist(), name, "test")
+    expected = Transitions(episodes).columns
+    for name, values in expected.items():
+        np.testing.assert_array_equal(rows[name], values, err_msg=name)
+    assert len(np.unique(rows["eps_id"])) == len(episodes)
+
+
+def test_episodes_round_trip_is_identical_and_matches_rllibs_layout(tmp_path):
+    episodes = cartpole_episodes()
+    writer = EpisodeWriter(str(tmp_path), env_name="CartPole-v1", max_rows_per_file=2)
+    assert len(writer.add(episodes) + writer.flush()) == 3
+    items = read_files(tmp_path).column("item").to_pylist()
+    for original, item in zip(episodes, items, strict=True):
+        restored = decode_episode(item, "test")
+        for getter in ("get_observations", "get_actions", "get_rewards"):
+            np.testing.assert_array_equal(getattr(restored, getter)(),
+                                          getattr(original, getter)())
+        assert (restored.is_terminated, restored.is_truncated) == (
+            original.is_terminated, original.is_truncated)
+    ours = unpack_episode_state(items[0])
+    rllib_file = next(FIXTURE_EPISODES.rglob("*.parquet"))
+    theirs = unpack_episode_state(pq.read_table(rllib_file).column("item")[0].as_py())
+    assert set(ours) == set(theirs) == set(STATE_KEYS)
+    for key in theirs:
+        assert type(ours[key]) is type(theirs[key]) or theirs[key] is None, key
+    for column in ("observations", "actions", "rewards", "infos"):
+        assert set(ours[column]) == set(theirs[column]), column
+    assert set(ours["extra_model_outputs"]) >= {"action_logp", "action_dist_inputs"}
+
+
+def test_json_output_keeps_compressed_columns_readable(tmp_path):
+    episodes = cartpole_episodes(2)
+    writer = EpisodeWriter(str(tmp_path), env_name="CartPole-v1", write_episodes=False,
+                           write_method="write_json", compress_columns=["obs"])
+    (path,) = writer.add(episodes) + writer.flush()
+    import pyarrow.json as pa_json
+
+    table = pa_json.read_json(path)
+    obs = decompress_column(table.column("obs").to_pylist(), "obs", path)
+    np.testing.assert_array_equal(obs, Transitions(episodes).columns["obs"])
+
+
+def test_interrupted_write_leaves_no_visible_file(tmp_path, monkeypatch):
+    writer = EpisodeWriter(str(tmp_path), env_name="CartPole-v1")
+    writer.add(cartpole_episodes(2))
+
+    def torn_write(table, stream, **kwargs):
+        stream.write(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", torn_write)
+    with pytest.raises(OSError, match="disk full"):
+        writer.flush()
+    visible = [f for f in tmp_path.rglob("*") if f.is_file() and not f.name.startswith(".")]
+    assert visible == []
+
+
+@pytest.mark.timeout(180)
+def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_session, tmp_path):
+    config = (BCConfig().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=64)
+              .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0)
+              .offline_data(output=str(tmp_path / "out"), output_write_episodes=False)
+              .debugging(seed=0))
+    with Recorder(config, alternating) as recorder:
+        stats = recorder.record(6, progress=False)
+        files = recorder.stop()
+    assert stats["num_episodes"] == 6
+    assert {Path(f).parent.name for f in files} == {"run-000000-00000", "run-000001-00000"}
+    assert all(Path(f).parent.parent.name == "cartpole-v1" for f in files)
+    table = read_files(tmp_path / "out")
+    assert table.num_rows == stats["num_env_steps"]
+    trained = config.copy().offline_data(input_=str(tmp_path / "out"), output=None)
+    with trained.build() as algo:
+        assert algo.train()["learners"]["__all_modules__"]["num_env_steps_trained"] == 64
+
+
+@pytest.mark.timeout(180)
+def test_evaluate_records_to_output(ray_session, bc_config, tmp_path):
+    config = bc_config.offline_data(output=str(tmp_path / "rec")).env_runners(
+        num_cpus_per_env_runner=0).evaluation(evaluation_duration=3)
+    with config.build() as algo:
+        algo.train()
+        result = algo.evaluate()
+    assert result["env_runners"]["num_episodes"] == 3
+    items = read_files(tmp_path / "rec").column("item").to_pylist()
+    assert len(items) == 3 and all(decode_episode(i, "rec").is_done for i in items)
+
+
+@pytest.mark.timeout(180)
+def test_killed_recorder_leaves_only_whole_files(ray_session, tmp_path):
+    config = (BCConfig().environment("CartPole-v1")
+              .env_runners(num_cpus_per_env_runner=0)
+              .offline_data(output=str(tmp_path), output_max_rows_per_file=2)
+              .debugging(seed=0))
+    recorder = Recorder(config, DiesAfter(steps=150))
+    with pytest.raises(ray.exceptions.RayActorError):
+        recorder.record(50, progress=False)
+    items = read_files(tmp_path).column("item").to_pylist()
+    assert len(items) >= 2 and len(items) % 2 == 0
+    assert all(decode_episode(item, "after crash").is_done for item in items)
