@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(DEMO_DATA)/dataset.json: $(VENV)/.installed
-	$(BIN)/offline-rl datasets make CartPole-v1 --out $(DEMO_DATA) --episodes 100 --epsilon 0.1 --seed 0
+	$(BIN)/offline-rl datasets make CartPole-v1 expert --out $(DEMO_DATA) --episodes 100 --seed 0
 
 demo: $(DEMO_DATA)/dataset.json
 	$(BIN)/offline-rl train configs/bc_cartpole.yaml --stop-return 495 --max-iterations 2000 --output-dir $(DEMO_RUN)

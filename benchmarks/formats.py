@@ -184,7 +184,8 @@ def main() -> None:
     from offline_rl.datasets import make_dataset
 
     if not args.data.exists():
-        make_dataset("CartPole-v1", args.data, episodes=100, epsilon=0.1, seed=0, progress=False)
+        make_dataset("CartPole-v1", args.data, tier="expert", episodes=100, seed=0,
+                     progress=False)
     spaces = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
     ray.init(include_dashboard=False)
     with tempfile.TemporaryDirectory() as scratch:

@@ -15,12 +15,15 @@ from typing import Any
 DESCRIPTION = """\
 Train reinforcement-learning policies from logged experience (Parquet, read with Ray Data).
 
-  offline-rl datasets make CartPole-v1 --out data/cartpole-expert   # record a dataset
+  offline-rl datasets make CartPole-v1 expert --out data/cartpole-expert  # record a dataset
   offline-rl train configs/bc_cartpole.yaml --stop-return 450       # train BC on it
   offline-rl evaluate runs/<run>/checkpoint --episodes 20            # play the trained policy
 
 Set RAY_ADDRESS to train on an existing Ray cluster; otherwise a local Ray instance is started.
 """
+#: Envs with reference-dataset experts, and the tiers (kept here so --help needs no imports).
+EXPERT_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1")
+TIER_NAMES = ("random", "medium", "expert", "mixed")
 #: Iterations the progress bar's env steps/s is averaged over.
 THROUGHPUT_WINDOW = 20
 
@@ -65,17 +68,49 @@ def _parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", help="reference datasets from scripted experts")
     dataset_commands = datasets.add_subparsers(title="commands", required=True, metavar="COMMAND")
     make = dataset_commands.add_parser(
-        "make", help="record a scripted expert to tabular Parquet",
-        description="Record a scripted expert (with epsilon random actions) in a gymnasium env "
-                    "to tabular Parquet in RLlib's column layout, with a dataset.json card. "
-                    "Deterministic given --seed.")
-    make.add_argument("env", help="gymnasium env id (available: CartPole-v1)")
+        "make", help="record a reference dataset (env x tier)",
+        description="Record a scripted behaviour policy in a gymnasium env, D4RL-style: tier "
+                    "'random', 'medium', 'expert' or 'mixed' (one of the three per episode). "
+                    "Writes Parquet in RLlib's layout with the behaviour policy's action_logp "
+                    "and a dataset.json card. Deterministic given --seed.")
+    make.add_argument("env", help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}")
+    make.add_argument("tier", choices=TIER_NAMES, help="behaviour policy quality")
     make.add_argument("--out", type=Path, required=True, help="output folder")
     make.add_argument("--episodes", type=int, default=100, help="episodes to record")
-    make.add_argument("--epsilon", type=float, default=0.1,
-                      help="probability of a uniformly random action (default: 0.1)")
     make.add_argument("--seed", type=int, default=0, help="random seed")
+    make.add_argument("--episodes-format", action="store_true",
+                      help="write the episodes format (msgpack 'item' column) instead of tabular")
     make.set_defaults(command=_make_dataset)
+
+    record = commands.add_parser(
+        "record", help="record a trained policy (or checkpoint) to Parquet with Ray actors",
+        description="Play a checkpoint's policy (sampling its action distribution) in the "
+                    "config's env across env_runners.num_env_runners Ray actors and write the "
+                    "complete episodes with the config's offline_data output options.")
+    record.add_argument("config", type=Path, help="YAML config (env, env_runners, output*)")
+    record.add_argument("checkpoint", type=Path, help="checkpoint folder written by train")
+    record.add_argument("--episodes", type=int, default=100, help="episodes to record")
+    record.add_argument("--output", default=None, help="override offline_data.output")
+    record.set_defaults(command=_record)
+
+    convert = commands.add_parser(
+        "convert", help="convert tabular Parquet or legacy JSON to the episodes format",
+        description="Group tabular rows by eps_id (ordered by t) or split legacy SampleBatch "
+                    "JSON lines into episodes, with Ray Data, and write the episodes format.")
+    convert.add_argument("input", help="input folder, file or glob")
+    convert.add_argument("output", help="output folder")
+    convert.add_argument("--from", dest="source", choices=["tabular", "json"],
+                         default="tabular", help="input format (default: tabular)")
+    convert.set_defaults(command=_convert)
+
+    inspect = commands.add_parser(
+        "inspect", help="format, schema, episodes, steps and return statistics of a dataset",
+        description="Detect a dataset's format and print its schema, episode and step counts "
+                    "and return statistics as JSON; --plot writes a returns histogram (PNG).")
+    inspect.add_argument("path", help="dataset folder or file")
+    inspect.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+                         help="write a histogram of episode returns")
+    inspect.set_defaults(command=_inspect)
     return parser
 
 
@@ -195,9 +230,45 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _make_dataset(args: argparse.Namespace) -> int:
     from offline_rl.datasets import make_dataset
 
-    card = make_dataset(args.env, args.out, episodes=args.episodes, epsilon=args.epsilon,
-                        seed=args.seed)
+    card = make_dataset(args.env, args.out, tier=args.tier, episodes=args.episodes,
+                        seed=args.seed, write_episodes=args.episodes_format)
     print(json.dumps(card))
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.recording.recorder import Recorder
+
+    config = AlgorithmConfig.from_yaml(args.config)
+    if args.output:
+        config.offline_data(output=args.output)
+    start_ray()
+    with Recorder(config, str(args.checkpoint)) as recorder:
+        stats = recorder.record(args.episodes)
+        stats["files"] = len(recorder.stop())
+    print(json.dumps({**stats, "output": config.output}))
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.recording.convert import sample_batches_to_episodes, tabular_to_episodes
+
+    start_ray()
+    convert = tabular_to_episodes if args.source == "tabular" else sample_batches_to_episodes
+    print(json.dumps(convert(args.input, args.output)))
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from offline_rl.inspection import inspect_dataset, plot_returns
+
+    report = inspect_dataset(args.path)
+    if args.plot is not None:
+        plot_returns(report["returns"], str(args.plot), title=args.path)
+    print(json.dumps({key: value for key, value in report.items() if key != "returns"}))
     return 0
 
 

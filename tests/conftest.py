@@ -19,11 +19,11 @@ def ray_session():
 
 @pytest.fixture(scope="session")
 def cartpole_data(tmp_path_factory) -> Path:
-    """40 episodes of the scripted CartPole expert with 10% random actions (~20k steps)."""
+    """40 episodes of the CartPole expert tier (5% random actions, ~20k steps), tabular."""
     from offline_rl.datasets import make_dataset
 
     path = tmp_path_factory.mktemp("datasets") / "cartpole-expert"
-    make_dataset("CartPole-v1", path, episodes=40, epsilon=0.1, seed=0, progress=False)
+    make_dataset("CartPole-v1", path, tier="expert", episodes=40, seed=0, progress=False)
     return path
 
 

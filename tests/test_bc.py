@@ -62,13 +62,22 @@ def test_cli_help_explains_each_command():
     top = run_cli("--help")
     assert top.returncode == 0 and "train" in top.stdout and "RAY_ADDRESS" in top.stdout
     assert "--stop-return" in run_cli("train", "--help").stdout
-    assert "--epsilon" in run_cli("datasets", "make", "--help").stdout
+    assert "mixed" in run_cli("datasets", "make", "--help").stdout
+    assert all(command in top.stdout for command in ("record", "convert", "inspect"))
+
+
+def test_cli_lists_the_datasets_it_can_make():
+    from offline_rl import cli
+    from offline_rl.datasets import EXPERTS, TIERS
+
+    assert cli.EXPERT_ENVS == tuple(EXPERTS) and cli.TIER_NAMES == TIERS
 
 
 @pytest.mark.timeout(240)
 def test_cli_records_trains_and_evaluates(tmp_path):
     data = tmp_path / "data"
-    made = run_cli("datasets", "make", "CartPole-v1", "--out", str(data), "--episodes", "20")
+    made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
+                   "--episodes", "20")
     assert made.returncode == 0, made.stderr
     assert json.loads(made.stdout.splitlines()[-1])["steps"] == 10_000
     config = tmp_path / "bc.yaml"

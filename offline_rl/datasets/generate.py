@@ -1,103 +1,92 @@
-"""Recording a behaviour policy in a gymnasium env to tabular Parquet, with a dataset card."""
+"""Reference datasets: a tier's behaviour policy recorded in its env, with a dataset card."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-from tqdm import tqdm
 
-from offline_rl.datasets.experts import EXPERTS, EpsilonGreedy
+from offline_rl.columns import Columns
+from offline_rl.datasets.experts import EXPECTED_RETURNS, BehaviourPolicy, behaviour_policy
+from offline_rl.recording.rollout import rollout
+from offline_rl.recording.writer import EpisodeWriter
 
 CARD_FILE = "dataset.json"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 
-def make_dataset(env_id: str, out: str | Path, *, episodes: int = 100, epsilon: float = 0.1,
-                 seed: int = 0, rows_per_file: int = 25_000, progress: bool = True
-                 ) -> dict[str, Any]:
-    """Records ``episodes`` episodes of the env's scripted expert with ``epsilon`` random actions
-    to tabular Parquet under ``out`` and writes the dataset card; returns the card.
+def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes: int = 100,
+                 seed: int = 0, write_episodes: bool = False, compress_columns: list[str] = (),
+                 max_rows_per_file: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """Records ``episodes`` episodes of ``tier``'s behaviour policy (``random``, ``medium``,
+    ``expert`` or ``mixed``) for ``env_id`` under ``out``; returns the dataset card.
 
-    Deterministic given ``seed``. Files are written to a temporary folder and renamed into place;
-    the card (``dataset.json``) is written last, so its presence means the dataset is complete.
+    Deterministic given ``seed``: episode ``i`` is reset with ``seed + i`` and the policy's own
+    randomness is seeded. ``action_logp`` and ``action_dist_inputs`` of the behaviour policy are
+    recorded. Data goes to a temporary folder renamed into place once complete, with the card
+    (``dataset.json``: env, tier, episodes, steps, return statistics, the tier's expected return
+    band, generator version, seed) written last.
+
+    Example:
+        >>> import tempfile
+        >>> card = make_dataset("CartPole-v1", tempfile.mkdtemp() + "/d", tier="random",
+        ...                     episodes=3, progress=False)
+        >>> card["episodes"], card["tier"]
+        (3, 'random')
     """
-    if env_id not in EXPERTS:
-        raise ValueError(f"no scripted expert for {env_id!r}; available: {sorted(EXPERTS)}")
-    expert, num_actions = EXPERTS[env_id]
-    policy = EpsilonGreedy(expert, num_actions, epsilon, seed)
-    env = gym.make(env_id)
-    id_rng = np.random.default_rng(seed + 1)
-    columns: dict[str, list] = {name: [] for name in (
-        "eps_id", "obs", "actions", "rewards", "new_obs", "terminateds", "truncateds", "t",
-        "action_logp", "action_dist_inputs")}
-    returns = []
-    for episode in tqdm(range(episodes), desc=f"recording {env_id}", unit="episode",
-                        disable=not progress):
-        eps_id = uuid.UUID(bytes=id_rng.bytes(16)).hex
-        obs, _ = env.reset(seed=seed + episode)
-        done, t, episode_return = False, 0, 0.0
-        while not done:
-            action, logp = policy(obs)
-            new_obs, reward, terminated, truncated, _ = env.step(action)
-            for name, value in (("eps_id", eps_id), ("obs", obs), ("actions", action),
-                                ("rewards", reward), ("new_obs", new_obs),
-                                ("terminateds", terminated), ("truncateds", truncated),
-                                ("t", t), ("action_logp", logp[action]),
-                                ("action_dist_inputs", logp)):
-                columns[name].append(value)
-            obs, t, episode_return = new_obs, t + 1, episode_return + float(reward)
-            done = terminated or truncated
-        returns.append(episode_return)
-    env.close()
-    table = _to_table(columns)
+    from tqdm import tqdm
+
+    out = Path(out)
+    policy = behaviour_policy(env_id, tier, seed)
+    staging = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    writer = EpisodeWriter(str(staging), env_name=env_id, write_episodes=write_episodes,
+                           compress_columns=compress_columns,
+                           max_rows_per_file=max_rows_per_file)
+    returns, lengths = [], []
+    recorded = rollout(env_id, None, _BatchOfOne(policy), episodes, seed=seed,
+                       on_episode_start=lambda _: policy.start_episode())
+    for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
+                        unit="episode", disable=not progress):
+        writer.add([episode])
+        returns.append(episode.get_return())
+        lengths.append(len(episode))
+    writer.flush()
     card = {
         "env": env_id,
-        "policy": f"scripted expert, epsilon={epsilon} random actions",
-        "format": "tabular",
+        "tier": tier,
+        "format": "episodes" if write_episodes else "tabular",
         "episodes": episodes,
-        "steps": table.num_rows,
+        "steps": int(sum(lengths)),
         "return_mean": float(np.mean(returns)),
         "return_std": float(np.std(returns)),
         "return_min": float(np.min(returns)),
         "return_max": float(np.max(returns)),
-        "epsilon": epsilon,
-        "seed": seed,
+        "expected_return_mean_band": list(EXPECTED_RETURNS[env_id][tier]),
+        "behaviour_policy": type(policy).__name__,
         "generator_version": GENERATOR_VERSION,
+        "seed": seed,
     }
-    _write(table, Path(out), rows_per_file, card)
-    return card
-
-
-def _to_table(columns: dict[str, list]) -> pa.Table:
-    from ray.data.extensions import ArrowTensorArray
-
-    arrays: dict[str, Any] = {}
-    for name, values in columns.items():
-        array = np.asarray(values)
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)
-        arrays[name] = ArrowTensorArray.from_numpy(array) if array.ndim > 1 else array
-    arrays["agent_id"] = pa.nulls(len(columns["eps_id"]))
-    arrays["module_id"] = pa.nulls(len(columns["eps_id"]))
-    return pa.table(arrays)
-
-
-def _write(table: pa.Table, out: Path, rows_per_file: int, card: dict[str, Any]) -> None:
-    staging = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for part, start in enumerate(range(0, table.num_rows, rows_per_file)):
-        pq.write_table(table.slice(start, rows_per_file), staging / f"part-{part:05d}.parquet")
     (staging / CARD_FILE).write_text(json.dumps(card, indent=2))
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
+    return card
+
+
+class _BatchOfOne:
+    """A per-observation behaviour policy as a batch policy for one env."""
+
+    def __init__(self, policy: BehaviourPolicy):
+        self.policy = policy
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        action, logp, dist_inputs = self.policy(obs[0])
+        return np.asarray([action]), {
+            Columns.ACTION_LOGP: np.asarray([logp], dtype=np.float32),
+            Columns.ACTION_DIST_INPUTS: np.asarray(dist_inputs, dtype=np.float32)[None],
+        }
