@@ -1,14 +1,32 @@
-"""Scripted behaviour policies with known quality, for reference datasets."""
+"""Scripted experts and seeded behaviour policies of known quality, for reference datasets.
+
+``behaviour_policy(env_id, tier, seed)`` gives a policy for one of four envs (``EXPERTS``) and four
+quality tiers (``TIERS``). Call ``policy.start_episode()`` at every env reset, then
+``policy(obs)`` each step for ``(action, action_logp, action_dist_inputs)``: the action to take,
+the exact log-probability the behaviour policy gave it, and the distribution's parameters as
+float32 (log-probabilities of all actions if discrete, ``[mean, log_std]`` if continuous).
+Policies are deterministic given the seed. ``EXPECTED_RETURNS`` holds the measured return bands.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import gymnasium as gym
 import numpy as np
+
+Action = int | np.ndarray
+Seed = int | np.random.SeedSequence
+
+TIERS = ("random", "medium", "expert", "mixed")
 
 #: Gains of a linear controller on CartPole's (x, x_dot, theta, theta_dot): push right when the
 #: weighted state is positive. Holds the pole for all 500 steps, also with 20% random actions.
 CARTPOLE_GAINS = np.array([0.1, 0.5, 10.0, 2.0])
+
+#: MountainCar's starting position (at rest) right of which the car first swings back to the left.
+MOUNTAINCAR_SWING_LEFT_FROM = -0.485
 
 
 def cartpole_expert(obs: np.ndarray) -> int:
@@ -16,38 +34,210 @@ def cartpole_expert(obs: np.ndarray) -> int:
     return int(np.dot(CARTPOLE_GAINS, obs) > 0)
 
 
-#: Expert policy per gymnasium env id, with the env's number of discrete actions.
-EXPERTS: dict[str, tuple[Callable[[np.ndarray], int], int]] = {
-    "CartPole-v1": (cartpole_expert, 2),
+def acrobot_expert(obs: np.ndarray) -> int:
+    """Acrobot-v1: pumps energy with full torque (action 0: -1, 2: +1) on the second joint in the
+    direction of its angular velocity relative to 0.6 times the first link's."""
+    return 2 if obs[5] - 0.6 * obs[4] > 0 else 0
+
+
+def mountaincar_expert(obs: np.ndarray) -> int:
+    """MountainCar-v0: pushes (action 0: left, 2: right) in the direction of the velocity; at rest
+    it swings left first, unless it starts left of ``MOUNTAINCAR_SWING_LEFT_FROM``."""
+    position, velocity = obs
+    if velocity == 0.0:
+        return 0 if position > MOUNTAINCAR_SWING_LEFT_FROM else 2
+    return 2 if velocity > 0 else 0
+
+
+def pendulum_expert(obs: np.ndarray) -> np.ndarray:
+    """Pendulum-v1: a PD controller balances near the top (cos > 0.9); elsewhere energy control.
+
+    With angular acceleration 15 sin(theta) + 3 u, the energy E = speed**2 / 2 + 15 (cos - 1)
+    (0 upright at rest) changes at 3 u speed, so u = -E speed drives E to 0: the swing-up.
+    """
+    cos, sin, speed = (float(x) for x in obs)
+    if cos > 0.9:
+        torque = -10.0 * math.atan2(sin, cos) - 2.0 * speed
+    else:
+        torque = -(0.5 * speed**2 + 15.0 * (cos - 1.0)) * speed
+    return np.clip([torque], -2.0, 2.0).astype(np.float32)
+
+
+#: Expert per gymnasium env id.
+EXPERTS: dict[str, Callable[[np.ndarray], Action]] = {
+    "CartPole-v1": cartpole_expert,
+    "Acrobot-v1": acrobot_expert,
+    "MountainCar-v0": mountaincar_expert,
+    "Pendulum-v1": pendulum_expert,
+}
+
+#: Action space per env id (as the env declares it).
+ACTION_SPACES: dict[str, gym.spaces.Discrete | gym.spaces.Box] = {
+    "CartPole-v1": gym.spaces.Discrete(2),
+    "Acrobot-v1": gym.spaces.Discrete(3),
+    "MountainCar-v0": gym.spaces.Discrete(3),
+    "Pendulum-v1": gym.spaces.Box(-2.0, 2.0, (1,), np.float32),
+}
+
+#: Noise of the ``medium`` and ``expert`` tiers around the expert: the probability of a uniformly
+#: random action (discrete), or the Gaussian's standard deviation (continuous).
+NOISE: dict[str, dict[str, float]] = {
+    "CartPole-v1": {"medium": 0.45, "expert": 0.05},
+    "Acrobot-v1": {"medium": 0.75, "expert": 0.05},
+    "MountainCar-v0": {"medium": 0.3, "expert": 0.05},
+    "Pendulum-v1": {"medium": 3.0, "expert": 0.1},
+}
+
+#: Mean episode return per env and tier, as ``(low, high)`` bands for the mean over 20 or more
+#: episodes (env reset seeds ``seed + episode``): the average over 30 seeds of 20-episode means,
+#: plus and minus 3.5 of their standard deviations (rounded outwards, clipped to what is possible).
+EXPECTED_RETURNS: dict[str, dict[str, tuple[float, float]]] = {
+    "CartPole-v1": {"random": (13, 30), "medium": (100, 450), "expert": (475, 500),
+                    "mixed": (90, 440)},
+    "Acrobot-v1": {"random": (-500, -490), "medium": (-315, -215), "expert": (-105, -70),
+                   "mixed": (-425, -145)},
+    "MountainCar-v0": {"random": (-200, -200), "medium": (-180, -145), "expert": (-140, -100),
+                       "mixed": (-185, -135)},
+    "Pendulum-v1": {"random": (-1410, -1040), "medium": (-760, -590), "expert": (-225, -75),
+                    "mixed": (-1050, -315)},
 }
 
 
-class EpsilonGreedy:
-    """Takes the expert's action, or with probability ``epsilon`` a uniformly random one, and
-    reports the behaviour policy's log-probabilities.
+class BehaviourPolicy:
+    """Interface of the behaviour policies: ``policy(obs) -> (action, action_logp,
+    action_dist_inputs)``, and ``start_episode()`` to call at every env reset."""
+
+    def start_episode(self) -> None:
+        """Called at every env reset; only a per-episode mixture uses it."""
+
+    def __call__(self, obs: np.ndarray) -> tuple[Action, float, np.ndarray]:
+        raise NotImplementedError
+
+
+class EpsilonGreedy(BehaviourPolicy):
+    """Takes the expert's action, or with probability ``epsilon`` a uniformly random one (which
+    may be the expert's too): each action has probability ``epsilon / num_actions``, plus
+    ``1 - epsilon`` for the expert's. ``action_dist_inputs`` are the log-probabilities of all
+    actions; with ``epsilon == 0`` those of the other actions are ``-inf``.
 
     Example:
         >>> import numpy as np
-        >>> policy = EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=0.0, seed=0)
-        >>> policy(np.array([0.0, 0.0, 0.1, 0.0]))[0]
-        1
+        >>> policy = EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=0.1, seed=0)
+        >>> action, logp, dist_inputs = policy(np.array([0.0, 0.0, 0.1, 0.0]))
+        >>> action, round(logp, 4), [round(float(p), 2) for p in np.exp(dist_inputs)]
+        (1, -0.0513, [0.05, 0.95])
     """
 
     def __init__(self, expert: Callable[[np.ndarray], int], num_actions: int, epsilon: float,
-                 seed: int):
+                 seed: Seed):
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
         self.expert = expert
         self.num_actions = num_actions
         self.epsilon = epsilon
         self.rng = np.random.default_rng(seed)
+        explore = epsilon / num_actions
+        self._logp_other = math.log(explore) if explore > 0 else -math.inf
+        self._logp_expert = math.log(explore + 1.0 - epsilon)
 
-    def __call__(self, obs: np.ndarray) -> tuple[int, np.ndarray]:
-        """(action, log-probabilities of every action under the behaviour policy)."""
+    def __call__(self, obs: np.ndarray) -> tuple[int, float, np.ndarray]:
+        """(action, its log-probability, log-probabilities of every action as float32)."""
         greedy = self.expert(obs)
-        probs = np.full(self.num_actions, self.epsilon / self.num_actions)
-        probs[greedy] += 1.0 - self.epsilon
+        logps = np.full(self.num_actions, self._logp_other, dtype=np.float32)
+        logps[greedy] = self._logp_expert
         explore = self.rng.random() < self.epsilon
         action = int(self.rng.integers(self.num_actions)) if explore else greedy
-        with np.errstate(divide="ignore"):
-            return action, np.log(probs).astype(np.float32)
+        return action, float(logps[action]), logps
+
+
+class GaussianNoise(BehaviourPolicy):
+    """Samples a Gaussian with mean ``expert(obs)`` (or the centre of the box if ``expert`` is
+    None) and standard deviation ``std``, then clips the sample to ``[low, high]``. As in RLlib,
+    ``action_logp`` is the Gaussian log-density of the sample *before* clipping (so it is exact
+    for the unclipped actions); ``action_dist_inputs`` are ``[mean, log_std]`` as float32.
+
+    Example:
+        >>> import numpy as np
+        >>> policy = GaussianNoise(pendulum_expert, std=0.1, low=-2.0, high=2.0, seed=0)
+        >>> action, logp, dist_inputs = policy(np.array([0.995, 0.1, 0.0]))
+        >>> round(float(action[0]), 3), round(logp, 3), [round(float(x), 3) for x in dist_inputs]
+        (-0.989, 1.376, [-1.002, -2.303])
+    """
+
+    def __init__(self, expert: Callable[[np.ndarray], np.ndarray] | None, std: float,
+                 low: float | np.ndarray, high: float | np.ndarray, seed: Seed):
+        if not std > 0:
+            raise ValueError(f"std must be positive, got {std}")
+        self.expert = expert
+        self.std = std
+        self.low = np.asarray(low, dtype=np.float32)
+        self.high = np.asarray(high, dtype=np.float32)
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, obs: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """(clipped action, log-density of the unclipped sample, ``[mean, log_std]``)."""
+        centre = (self.low + self.high) / 2
+        mean = np.atleast_1d(centre if self.expert is None else self.expert(obs)).astype(float)
+        noise = self.rng.standard_normal(mean.shape)
+        action = np.clip(mean + self.std * noise, self.low, self.high).astype(np.float32)
+        logp = float(np.sum(-0.5 * noise**2 - math.log(self.std) - 0.5 * math.log(2 * math.pi)))
+        log_std = np.full(mean.shape, math.log(self.std))
+        return action, logp, np.concatenate([mean, log_std]).astype(np.float32)
+
+
+class PerEpisodeMixture(BehaviourPolicy):
+    """Acts with one of ``policies`` per episode, chosen uniformly at ``start_episode()``; its
+    name is ``current``. ``action_logp`` is that policy's, i.e. given the episode's choice.
+
+    Example:
+        >>> import numpy as np
+        >>> policy = behaviour_policy("CartPole-v1", "mixed", seed=0)
+        >>> policy.start_episode()
+        >>> policy.current, policy(np.zeros(4))[0]
+        ('expert', 0)
+    """
+
+    def __init__(self, policies: dict[str, BehaviourPolicy], seed: Seed):
+        self.policies = policies
+        self.rng = np.random.default_rng(seed)
+        self.current: str | None = None
+
+    def start_episode(self) -> None:
+        """Picks the policy for the episode starting now."""
+        names = list(self.policies)
+        self.current = names[self.rng.integers(len(names))]
+        self.policies[self.current].start_episode()
+
+    def __call__(self, obs: np.ndarray) -> tuple[Action, float, np.ndarray]:
+        if self.current is None:
+            raise RuntimeError("call start_episode() at every env reset before acting")
+        return self.policies[self.current](obs)
+
+
+def behaviour_policy(env_id: str, tier: str, seed: int) -> BehaviourPolicy:
+    """The behaviour policy of ``tier`` (see ``TIERS``) for ``env_id`` (see ``EXPERTS``).
+
+    ``random``: uniform actions (continuous: a Gaussian around the box's centre with half its
+    width as std, clipped); ``medium``/``expert``: the expert with ``NOISE[env_id][tier]``;
+    ``mixed``: one of those three per episode, chosen at ``start_episode()``.
+    """
+    if env_id not in EXPERTS:
+        raise ValueError(f"no scripted expert for {env_id!r}; available: {sorted(EXPERTS)}")
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; available: {list(TIERS)}")
+    if tier != "mixed":
+        return _single_tier_policy(env_id, tier, seed)
+    mixture_seed, *seeds = np.random.SeedSequence(seed).spawn(4)
+    return PerEpisodeMixture({name: _single_tier_policy(env_id, name, child)
+                              for name, child in zip(TIERS[:3], seeds)}, mixture_seed)
+
+
+def _single_tier_policy(env_id: str, tier: str, seed: Seed) -> BehaviourPolicy:
+    expert, space = EXPERTS[env_id], ACTION_SPACES[env_id]
+    if isinstance(space, gym.spaces.Discrete):
+        epsilon = 1.0 if tier == "random" else NOISE[env_id][tier]
+        return EpsilonGreedy(expert, int(space.n), epsilon, seed)
+    if tier == "random":
+        return GaussianNoise(None, float(np.max(space.high - space.low)) / 2, space.low,
+                             space.high, seed)
+    return GaussianNoise(expert, NOISE[env_id][tier], space.low, space.high, seed)

@@ -1,0 +1,313 @@
+"""Summaries of recorded datasets: format, schema, episode count and return statistics.
+
+Runs in-process with pyarrow (no Ray): tabular Parquet is reduced with one Arrow group-by over
+its ``eps_id``, ``rewards`` and done columns, episodes Parquet decodes each ``item``, and legacy
+SampleBatch JSON lines are split by ``eps_id`` (fragments of one episode on several lines are
+summed into one episode).
+
+Example:
+    >>> import tempfile
+    >>> from offline_rl.episode import SingleAgentEpisode
+    >>> from offline_rl.recording.writer import EpisodeWriter
+    >>> folder = tempfile.mkdtemp()
+    >>> writer = EpisodeWriter(folder, env_name="demo", write_episodes=False)
+    >>> episodes = [SingleAgentEpisode(observations=[[0.0]] * (n + 1), actions=[0] * n,
+    ...                                rewards=[1.0] * n, terminated=True,
+    ...                                len_lookback_buffer=0) for n in (2, 4)]
+    >>> _ = writer.add(episodes); _ = writer.flush()
+    >>> summary = inspect_dataset(folder)
+    >>> summary["format"], summary["episodes"], summary["steps"], summary["return_mean"]
+    ('tabular', 2, 6, 3.0)
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from offline_rl.columns import Columns
+from offline_rl.compression import decompress_value
+from offline_rl.data.episode_input import decode_episode
+from offline_rl.data.input_reader import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.data.tabular import DataFormatError
+
+#: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
+CARD_NAME = "dataset.json"
+PARQUET_SUFFIXES = (".parquet",)
+JSON_SUFFIXES = (".json", ".jsonl")
+#: ``input_read_method`` values ``inspect_dataset`` understands, and the files each reads.
+READ_METHODS = {"read_parquet": PARQUET_SUFFIXES, "read_json": JSON_SUFFIXES}
+_DONES = "dones"
+
+
+def locate(path: str, filesystem: str | pafs.FileSystem | None = None
+           ) -> tuple[pafs.FileSystem, str]:
+    """The filesystem ``path`` is on and the path as that filesystem names it.
+
+    ``filesystem`` is a pyarrow filesystem or a name (``"s3"``, ``"gcs"``, ``"abs"``); without
+    one, URIs pick their filesystem from the scheme and other paths are local.
+
+    Example:
+        >>> fs, located = locate("s3://bucket/data", pafs.LocalFileSystem())
+        >>> type(fs).__name__, located
+        ('LocalFileSystem', 'bucket/data')
+    """
+    resolved = resolve_filesystem(filesystem)
+    if resolved is not None:
+        return resolved, filesystem_path(path, resolved)
+    if is_uri(path):
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def find_data_files(path: str, filesystem: pafs.FileSystem,
+                    suffixes: Sequence[str] = PARQUET_SUFFIXES + JSON_SUFFIXES
+                    ) -> list[pafs.FileInfo]:
+    """The data files at ``path`` on ``filesystem`` (path and size of each): the file itself,
+    or the files under the folder (recursively) whose names end with one of ``suffixes``,
+    sorted by path. Names starting with ``.`` or ``_`` (temporary and metadata files, which Ray
+    Data skips too) and the dataset card ``dataset.json`` are left out. A missing path raises
+    ``FileNotFoundError``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> for name in ("b.parquet", "a.json", "dataset.json", ".a.parquet.tmp"):
+        ...     open(os.path.join(folder, name), "w").close()
+        >>> [os.path.basename(f.path) for f in find_data_files(folder, pafs.LocalFileSystem())]
+        ['a.json', 'b.parquet']
+    """
+    info = filesystem.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"{path!r} does not exist on {type(filesystem).__name__}; check "
+                                "the path (and the filesystem it is on)")
+    if info.type == pafs.FileType.File:
+        return [info]
+    files = []
+    for entry in filesystem.get_file_info(pafs.FileSelector(path, recursive=True)):
+        relative = entry.path[len(path.rstrip("/")) + 1:].split("/")
+        if (entry.type == pafs.FileType.File and entry.path.endswith(tuple(suffixes))
+                and relative[-1] != CARD_NAME
+                and not any(part.startswith((".", "_")) for part in relative)):
+            files.append(entry)
+    return sorted(files, key=lambda entry: entry.path)
+
+
+def inspect_dataset(path: str, *, input_read_method: str | None = None,
+                    filesystem: str | pafs.FileSystem | None = None) -> dict[str, Any]:
+    """Format, schema, episode count and return statistics of the dataset at ``path``.
+
+    The format is ``"episodes"`` (Parquet with a binary ``item`` column), ``"tabular"`` (other
+    Parquet: one row per timestep) or ``"sample_batch_json"`` (legacy JSON lines);
+    ``input_read_method`` (``"read_parquet"`` or ``"read_json"``) picks the files to read when a
+    folder holds both kinds. Returns ``path``, ``format``, ``files`` (how many data files),
+    ``schema`` (column -> type), ``episodes``, ``steps``, ``incomplete_episodes`` (neither
+    terminated nor truncated), ``return_mean``/``_std``/``_min``/``_max``, ``episode_len_mean``
+    and ``returns`` (one per episode; an incomplete episode counts with the return so far).
+    Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
+    fields are ``None`` and ``returns`` is empty.
+
+    Example:
+        >>> summary = inspect_dataset("tests/fixtures/rllib_cartpole_sample_batch_json")
+        >>> summary["format"], summary["episodes"], summary["incomplete_episodes"]
+        ('sample_batch_json', 30, 0)
+    """
+    fs, located = locate(path, filesystem)
+    if input_read_method is not None and input_read_method not in READ_METHODS:
+        raise ValueError(f"input_read_method={input_read_method!r} cannot be inspected; use one "
+                         f"of {sorted(READ_METHODS)} or None to tell the format from the files")
+    suffixes = READ_METHODS.get(input_read_method, PARQUET_SUFFIXES + JSON_SUFFIXES)
+    files = [info.path for info in find_data_files(located, fs, suffixes)]
+    if not files:
+        raise DataFormatError(f"no data files ({', '.join('*' + s for s in suffixes)}) under "
+                              f"{path!r}; point the path at a recorded dataset")
+    parquet = [file for file in files if not file.endswith(JSON_SUFFIXES)]
+    if parquet and len(parquet) < len(files):
+        raise DataFormatError(
+            f"{path!r} holds {len(parquet)} Parquet and {len(files) - len(parquet)} JSON files; "
+            "pass input_read_method='read_parquet' or 'read_json' to say which to inspect")
+    if not parquet:
+        summary = _inspect_json(files, fs)
+    else:
+        schema = pq.read_schema(files[0], filesystem=fs)
+        item = schema.field("item").type if "item" in schema.names else None
+        if item is not None and (pa.types.is_binary(item) or pa.types.is_large_binary(item)):
+            summary = _inspect_episodes(files, fs, schema)
+        else:
+            summary = _inspect_tabular(files, fs, schema)
+    return {"path": path, "format": summary["format"], "files": len(files),
+            "schema": summary["schema"], "episodes": summary["episodes"],
+            "steps": summary["steps"], "incomplete_episodes": summary["incomplete_episodes"],
+            **_statistics(summary), "returns": summary["returns"]}
+
+
+def _inspect_tabular(files: list[str], fs: pafs.FileSystem,
+                     schema: pa.Schema) -> dict[str, Any]:
+    if Columns.REWARDS not in schema.names:
+        raise DataFormatError(f"{files[0]} has no column 'rewards' (columns: {schema.names}); "
+                              "tabular data needs one row per timestep with a 'rewards' column")
+    dataset = pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
+    wanted = [name for name in (Columns.EPS_ID, Columns.REWARDS, Columns.TERMINATEDS,
+                                Columns.TRUNCATEDS, _DONES) if name in schema.names]
+    table = dataset.to_table(columns=wanted)
+    summary = {"format": "tabular", "schema": _schema_types(schema), "steps": table.num_rows}
+    if Columns.EPS_ID not in schema.names:
+        return {**summary, "episodes": None, "incomplete_episodes": None, "returns": []}
+    done = pa.array(np.zeros(table.num_rows, dtype=bool))
+    for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES):
+        if name in table.column_names:
+            done = pc.or_(done, pc.fill_null(pc.cast(table.column(name), pa.bool_()), False))
+    per_episode = _per_episode(table.column(Columns.EPS_ID), table.column(Columns.REWARDS), done)
+    return {**summary, **per_episode}
+
+
+def _per_episode(eps_ids: pa.Array | pa.ChunkedArray, rewards: pa.Array | pa.ChunkedArray,
+                 done: pa.Array | pa.ChunkedArray) -> dict[str, Any]:
+    """Episode count, returns and unfinished episodes of per-timestep rows, by eps_id."""
+    table = pa.table({"eps_id": eps_ids, "rewards": pc.cast(rewards, pa.float64()),
+                      "done": done})
+    grouped = table.group_by("eps_id", use_threads=False).aggregate(
+        [("rewards", "sum"), ("done", "any")])
+    finished = pc.sum(pc.cast(grouped["done_any"], pa.int64())).as_py() or 0
+    return {"episodes": grouped.num_rows, "incomplete_episodes": grouped.num_rows - finished,
+            "returns": grouped["rewards_sum"].to_pylist()}
+
+
+def _inspect_episodes(files: list[str], fs: pafs.FileSystem,
+                      schema: pa.Schema) -> dict[str, Any]:
+    returns, steps, incomplete = [], 0, 0
+    for file in files:
+        with fs.open_input_file(file) as stream:
+            for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
+                for item in batch.column(0).to_pylist():
+                    episode = decode_episode(item, f"{file} (column 'item')")
+                    returns.append(episode.get_return())
+                    steps += len(episode)
+                    incomplete += not episode.is_done
+    return {"format": "episodes", "schema": _schema_types(schema), "steps": steps,
+            "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns}
+
+
+def _inspect_json(files: list[str], fs: pafs.FileSystem) -> dict[str, Any]:
+    ids, rewards, done, schema = [], [], [], {}
+    for file in files:
+        for line_number, row in json_lines(file, fs):
+            where = f"{file}, line {line_number}"
+            schema = schema or {name: _json_type(value) for name, value in row.items()}
+            row_rewards = _json_field(row, Columns.REWARDS, where)
+            size = len(row_rewards)
+            flags = np.zeros(size, dtype=bool)
+            for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES):
+                if row.get(name) is not None:
+                    flags |= _json_field(row, name, where).astype(bool)
+            row_ids = (_json_field(row, Columns.EPS_ID, where) if Columns.EPS_ID in row
+                       else np.full(size, where))  # no ids: the line is one episode
+            if len(row_ids) != size or len(flags) != size:
+                raise DataFormatError(f"{where}: fields eps_id, rewards and the done flags have "
+                                      "different lengths; each needs one value per timestep")
+            ids.extend(str(value) for value in row_ids)
+            rewards.append(row_rewards.astype(np.float64))
+            done.append(flags)
+    steps = sum(len(values) for values in rewards)
+    per_episode = _per_episode(pa.array(ids, pa.string()),
+                               pa.array(np.concatenate(rewards) if rewards else [], pa.float64()),
+                               pa.array(np.concatenate(done) if done else [], pa.bool_()))
+    return {"format": "sample_batch_json", "schema": schema, "steps": steps, **per_episode}
+
+
+def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, dict]]:
+    """The SampleBatches of a legacy JSON-lines file with their line numbers (blank lines
+    skipped); a line that is not a JSON object with ``rewards`` raises ``DataFormatError``.
+
+    Example:
+        >>> import tempfile
+        >>> file = os.path.join(tempfile.mkdtemp(), "batches.json")
+        >>> with open(file, "w") as out:
+        ...     for line in ('{"type": "SampleBatch", "rewards": [1, 0.5]}', "", '{"rewards": []}'):
+        ...         print(line, file=out)
+        >>> lines = json_lines(file, pafs.LocalFileSystem())
+        >>> [(number, len(row["rewards"])) for number, row in lines]
+        [(1, 2), (3, 0)]
+    """
+    with filesystem.open_input_stream(file) as stream:
+        for number, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8"), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFormatError(f"{file}, line {number}: not valid JSON ({error}); legacy "
+                                      "data holds one SampleBatch JSON object per line") from None
+            if not isinstance(row, dict) or Columns.REWARDS not in row:
+                raise DataFormatError(
+                    f"{file}, line {number}: not a SampleBatch (a JSON object with a 'rewards' "
+                    "list); legacy data holds one SampleBatch per line")
+            yield number, row
+
+
+def _json_field(row: dict, name: str, where: str) -> np.ndarray:
+    value = row[name]
+    if isinstance(value, str):
+        return decompress_value(value, f"{where}, field {name!r}")
+    return np.asarray(value)
+
+
+def _json_type(value: Any) -> str:
+    try:
+        return str(pa.array([value]).type)
+    except (pa.ArrowException, TypeError, ValueError):
+        return type(value).__name__
+
+
+def _schema_types(schema: pa.Schema) -> dict[str, str]:
+    return {field.name: str(field.type) for field in schema}
+
+
+def _statistics(summary: dict[str, Any]) -> dict[str, float | None]:
+    returns = np.asarray(summary["returns"], dtype=np.float64)
+    if not len(returns):
+        return dict.fromkeys(("return_mean", "return_std", "return_min", "return_max",
+                              "episode_len_mean"))
+    return {
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "return_min": float(returns.min()),
+        "return_max": float(returns.max()),
+        "episode_len_mean": summary["steps"] / len(returns),
+    }
+
+
+def plot_returns(returns: Sequence[float], path: str, title: str) -> None:
+    """Saves a histogram of the episode ``returns`` as a PNG at ``path``.
+
+    Needs matplotlib (``pip install 'offline-rl[plot]'``).
+
+    Example (skipped by doctest: matplotlib is optional):
+        >>> plot_returns([10.0, 12.5, 30.0], "returns.png", "CartPole expert")  # doctest: +SKIP
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise ImportError("plotting returns needs matplotlib: pip install 'offline-rl[plot]'"
+                          ) from error
+    if not len(returns):
+        raise ValueError(f"no episode returns to plot for {title!r}; the dataset has no episodes")
+    figure = Figure(figsize=(6, 4))
+    axes = figure.subplots()
+    axes.hist(returns, bins=min(50, max(10, len(returns) // 5)))
+    axes.set_title(title)
+    axes.set_xlabel("episode return")
+    axes.set_ylabel("episodes")
+    axes.yaxis.get_major_locator().set_params(integer=True)
+    figure.tight_layout()
+    figure.savefig(path, format="png")
