@@ -37,6 +37,7 @@ def write_formats(source: Path, out: Path) -> dict[str, Path]:
     """The source tabular dataset rewritten in every format; returns each format's folder."""
     from offline_rl.codec import pack_episode_state
     from offline_rl.compression import pack_array
+    from offline_rl.data.tabular import table_to_numpy
     from offline_rl.episode import SingleAgentEpisode
 
     table = read_parquet(source)
@@ -51,8 +52,8 @@ def write_formats(source: Path, out: Path) -> dict[str, Path]:
         compressed = compressed.set_column(compressed.column_names.index(name), name, packed)
     pq.write_table(compressed, folders["tabular_compressed"] / "part-0.parquet")
 
-    columns = {name: table.column(name).to_numpy() for name in (
-        "eps_id", "obs", "new_obs", "actions", "rewards", "terminateds", "truncateds", "t")}
+    columns = table_to_numpy(table, [
+        "eps_id", "obs", "new_obs", "actions", "rewards", "terminateds", "truncateds", "t"])
     starts = np.flatnonzero(np.r_[True, columns["eps_id"][1:] != columns["eps_id"][:-1]])
     bounds = list(zip(starts, [*starts[1:], len(columns["t"])], strict=True))
     items, lines = [], []

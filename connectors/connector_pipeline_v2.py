@@ -19,8 +19,8 @@ class ConnectorPipelineV2(ConnectorV2):
         >>> from connectors import (AddObservationsFromEpisodesToBatch, BatchIndividualItems,
         ...                         ConnectorPipelineV2)
         >>> pipeline = ConnectorPipelineV2(connectors=[BatchIndividualItems()])
-        >>> _ = pipeline.insert_before(BatchIndividualItems,
-        ...                            AddObservationsFromEpisodesToBatch(as_learner_connector=True))
+        >>> piece = AddObservationsFromEpisodesToBatch(as_learner_connector=True)
+        >>> _ = pipeline.insert_before(BatchIndividualItems, piece)
         >>> [piece.name for piece in pipeline]
         ['AddObservationsFromEpisodesToBatch', 'BatchIndividualItems']
     """

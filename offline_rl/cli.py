@@ -101,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("output", help="output folder")
     convert.add_argument("--from", dest="source", choices=["tabular", "json"],
                          default="tabular", help="input format (default: tabular)")
+    convert.add_argument("--drop-incomplete", action="store_true",
+                         help="skip (and count) episodes that never end instead of failing")
     convert.set_defaults(command=_convert)
 
     inspect = commands.add_parser(
@@ -123,7 +125,8 @@ def _train(args: argparse.Namespace) -> int:
     if args.stop_return is not None and config.evaluation_interval is None:
         raise SystemExit("--stop-return needs evaluation: set evaluation.evaluation_interval in "
                          f"{args.config}")
-    output = args.output_dir or Path("runs") / f"{config.algo_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    output = args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     algo = config.build()
@@ -150,7 +153,8 @@ def _train(args: argparse.Namespace) -> int:
         checkpoint = algo.save_to_path(output / "checkpoint")
     summary = {
         "iterations": result["training_iteration"],
-        "env_steps_trained": result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"],
+        "env_steps_trained":
+            result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"],
         "evaluation_return_mean": last_return,
         "seconds": round(time.perf_counter() - started, 2),
         "checkpoint": checkpoint,
@@ -258,7 +262,9 @@ def _convert(args: argparse.Namespace) -> int:
 
     start_ray()
     convert = tabular_to_episodes if args.source == "tabular" else sample_batches_to_episodes
-    print(json.dumps(convert(args.input, args.output)))
+    summary = convert(args.input, args.output,
+                      incomplete="drop" if args.drop_incomplete else "error")
+    print(json.dumps({**summary, "files": len(summary["files"])}))
     return 0
 
 

@@ -212,7 +212,8 @@ class InfiniteLookbackBuffer:
             return chunk
         left = len(range(positions.start, min(positions.stop, 0), positions.step))
         right = len(positions) - left - len(inside)
-        before, after = self._fill_block(fill, left, one_hot), self._fill_block(fill, right, one_hot)
+        before = self._fill_block(fill, left, one_hot)
+        after = self._fill_block(fill, right, one_hot)
         if isinstance(chunk, np.ndarray):
             return np.concatenate([before, chunk, after])
         return list(before) + chunk + list(after)

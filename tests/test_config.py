@@ -86,7 +86,8 @@ def test_dict_and_yaml_round_trip(tmp_path):
 
 
 def test_from_dict_names_unknown_sections_and_keys():
-    with pytest.raises(ValueError, match=r"unknown key\(s\) \['lerning_rate'\] in section 'training'"):
+    with pytest.raises(ValueError,
+                       match=r"unknown key\(s\) \['lerning_rate'\] in section 'training'"):
         AlgorithmConfig.from_dict({"algorithm": "BC", "training": {"lerning_rate": 1}})
     with pytest.raises(ValueError, match="unknown config section 'trainig'"):
         AlgorithmConfig.from_dict({"algorithm": "BC", "trainig": {}})

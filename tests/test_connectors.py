@@ -56,7 +56,8 @@ def test_default_pipeline_turns_episodes_into_aligned_columns():
 
 def test_pieces_keep_columns_already_in_the_batch():
     given = {"obs": np.full((3, 2), 7.0), "actions": np.array([5, 5, 5])}
-    batch = default_learner_pipeline()(rl_module=None, batch=dict(given), episodes=[make_episode(3)])
+    batch = default_learner_pipeline()(rl_module=None, batch=dict(given),
+                                       episodes=[make_episode(3)])
     np.testing.assert_array_equal(batch["obs"], given["obs"])
     np.testing.assert_array_equal(batch["actions"], given["actions"])
     np.testing.assert_array_equal(batch["rewards"], [0, 1, 2])

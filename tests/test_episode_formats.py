@@ -93,9 +93,9 @@ def test_every_legacy_json_line_becomes_its_episode():
 
 
 def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp_path):
-    from offline_rl.data.drop_counter import DropCounter
-
     import ray
+
+    from offline_rl.data.drop_counter import DropCounter
 
     counter = DropCounter.remote()
     config = episodes_config(tmp_path)

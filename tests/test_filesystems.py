@@ -55,7 +55,8 @@ def s3_data(s3_kwargs, cartpole_data) -> str:
     fs = pafs.S3FileSystem(allow_bucket_creation=True, **s3_kwargs)
     fs.create_dir(BUCKET)
     pafs.copy_files(str(cartpole_data), f"{BUCKET}/cartpole", destination_filesystem=fs)
-    table = pq.read_table(cartpole_data / "part-00000.parquet")
+    (file,) = cartpole_data.rglob("*.parquet")
+    table = pq.read_table(file)
     rows = len(table) // PARTS
     for part in range(PARTS):
         pq.write_table(table.slice(part * rows, rows), f"{BUCKET}/parts/part-{part}.parquet",
@@ -203,7 +204,7 @@ def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_confi
     assert count(input_=[f"{s3_data}/parts/part-0.parquet", f"{BUCKET}/parts/part-3.parquet"],
                  **s3) == 2 * part_rows
     assert count(input_=f"{s3_data}/parts/part-[0-2].parquet", **s3) == 3 * part_rows
-    assert count(input_=[str(cartpole_data / "*.parquet"), str(cartpole_data)]) == 2 * ROWS
+    assert count(input_=[str(cartpole_data / "*/*/*.parquet"), str(cartpole_data)]) == 2 * ROWS
 
     calls = []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import gymnasium as gym
@@ -26,7 +27,7 @@ _ACTIVATIONS = {
 def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Sequential:
     """Linear layers of the given sizes, each followed by ``activation`` (but maybe the last)."""
     layers: list[nn.Module] = []
-    for i, (size_in, size_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (size_in, size_out) in enumerate(itertools.pairwise(sizes)):
         layers.append(nn.Linear(size_in, size_out))
         if activate_last or i < len(sizes) - 2:
             layers.append(_ACTIVATIONS[activation]())

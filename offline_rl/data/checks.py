@@ -7,10 +7,12 @@ configured with ``offline_data(input_nonfinite="drop")``.
 
 Example:
     >>> import gymnasium as gym, numpy as np
-    >>> check_actions(np.array([0, 1, 2]), gym.spaces.Discrete(2), "file a.parquet")
-    Traceback (most recent call last):
-    ...
-    offline_rl.data.tabular.DataFormatError: file a.parquet: action 2 in row 2 is outside the action space Discrete(2); check the data or config.environment(action_space=...)
+    >>> try:
+    ...     check_actions(np.array([0, 1, 2]), gym.spaces.Discrete(2), "file a.parquet")
+    ... except DataFormatError as error:
+    ...     print(str(error)[:70])
+    file a.parquet: action 2 in row 2 is outside the action space Discrete
+
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class OfflinePreLearner:
             if self.schema[field] in table.column_names
             and _is_bytes_type(table.schema.field(self.schema[field]).type)}
         rows = table_to_numpy(table, [name for name in names if name not in compressed])
-        for name in compressed & set(names):
+        for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name,
                                            f"column {name!r} (input_compress_columns)")
         return rows
@@ -216,28 +216,39 @@ class OfflinePreLearner:
         return True
 
     def _sample_episodes(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
-        """Adds the episodes to the buffer, sampling a train batch per ``batch_size`` new
-        timesteps (at least one per call), so no episode is evicted before it could be drawn."""
-        batches, pending = [], 0
-        for episode in self._admit(episodes):
-            self.episode_buffer.add(episode)
-            pending += len(episode)
-            while pending >= self.batch_size:
-                batches.append(self._sample_batch())
-                pending -= self.batch_size
+        """Adds the episodes to the buffer and samples about one train batch per
+        ``batch_size`` new timesteps (at least one per call). Episodes go in chunks of at most
+        half the buffer's capacity, each sampled before the next, so no episode is evicted
+        before it could be drawn."""
+        batches, pending, chunk, chunk_steps = [], 0, [], 0
+        limit = max(1, getattr(self.episode_buffer, "capacity", 0) // 2)
+        for episode in [*self._admit(episodes), None]:
+            if chunk and (episode is None or chunk_steps + len(episode) > limit):
+                self.episode_buffer.add(chunk)
+                pending += chunk_steps
+                batches += self._sample_batches(pending // self.batch_size)
+                pending %= self.batch_size
+                chunk, chunk_steps = [], 0
+            if episode is not None:
+                chunk.append(episode)
+                chunk_steps += len(episode)
         if not batches or pending >= self.batch_size // 2:
             if not self.episode_buffer.get_num_timesteps():
                 return {}
-            batches.append(self._sample_batch())
+            batches += self._sample_batches(1)
         return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
 
-    def _sample_batch(self) -> dict[str, np.ndarray]:
+    def _sample_batches(self, count: int) -> list[dict[str, np.ndarray]]:
+        if not count:
+            return []
         buffer = self.episode_buffer
         if self._vectorized_sampling:
-            return Transitions(buffer.episodes).take(buffer.sample_timesteps(self.batch_size))
-        return self._learner_connector(
+            transitions = Transitions(buffer.episodes)
+            return [transitions.take(buffer.sample_timesteps(self.batch_size))
+                    for _ in range(count)]
+        return [self._learner_connector(
             rl_module=None, batch={}, episodes=buffer.sample(num_items=self.batch_size),
-            shared_data={}, metrics={})
+            shared_data={}, metrics={}) for _ in range(count)]
 
     def _count(self, drops: Mapping[str, int]) -> None:
         drops = {name: count for name, count in drops.items() if count}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import json
+import os
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
