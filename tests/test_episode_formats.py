@@ -162,10 +162,12 @@ def test_both_episode_formats_is_a_config_error(tmp_path):
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("source", ["episodes", "sample_batch_json"])
+@pytest.mark.parametrize("source", ["tabular", "episodes", "sample_batch_json"])
 def test_bc_trains_on_rllib_recordings(ray_session, source):
     config = BCConfig().environment("CartPole-v1").training(train_batch_size_per_learner=128)
-    if source == "episodes":
+    if source == "tabular":
+        config = config.offline_data(input_=str(FIXTURES / "rllib_cartpole_tabular"))
+    elif source == "episodes":
         config = config.offline_data(input_=str(EPISODES), input_read_episodes=True)
     else:
         config = config.offline_data(input_=str(SAMPLE_BATCHES), input_read_method="read_json",
