@@ -11,6 +11,7 @@ Policies are deterministic given the seed. ``EXPECTED_RETURNS`` holds the measur
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import gymnasium as gym
@@ -103,15 +104,16 @@ EXPECTED_RETURNS: dict[str, dict[str, tuple[float, float]]] = {
 }
 
 
-class BehaviourPolicy:
+class BehaviourPolicy(ABC):
     """Interface of the behaviour policies: ``policy(obs) -> (action, action_logp,
     action_dist_inputs)``, and ``start_episode()`` to call at every env reset."""
 
     def start_episode(self) -> None:
         """Called at every env reset; only a per-episode mixture uses it."""
 
+    @abstractmethod
     def __call__(self, obs: np.ndarray) -> tuple[Action, float, np.ndarray]:
-        raise NotImplementedError
+        """The action for ``obs``, its log-probability and the distribution's inputs."""
 
 
 class EpsilonGreedy(BehaviourPolicy):
