@@ -25,7 +25,7 @@ import numpy as np
 from offline_rl.codec import unpack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.data.tabular import DataFormatError, as_id
 from offline_rl.episode import SingleAgentEpisode
 
 #: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
@@ -82,7 +82,7 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
         step_infos = [infos[i] if infos is not None and isinstance(infos[i], dict) else {}
                       for i in rows]
         episodes.append(SingleAgentEpisode(
-            _as_id(eps_id),
+            as_id(eps_id),
             observations=[*columns[Columns.OBS][rows], columns[Columns.NEXT_OBS][last]],
             infos=[{}, *step_infos],
             actions=columns[Columns.ACTIONS][rows],
@@ -104,7 +104,3 @@ def _array(value: Any, name: str, where: str) -> np.ndarray:
         raise DataFormatError(f"{where}: field {name!r} is ragged or mixed (rows of different "
                               "shapes or types); every row must hold an array of the same shape")
     return array
-
-
-def _as_id(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

@@ -24,6 +24,7 @@ from offline_rl.data.checks import (
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.data.tabular import (
     DataFormatError,
+    is_bytes_type,
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
@@ -127,7 +128,7 @@ class OfflinePreLearner:
         compressed = self._compressed | {
             self.schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
             if self.schema[field] in table.column_names
-            and _is_bytes_type(table.schema.field(self.schema[field]).type)}
+            and is_bytes_type(table.schema.field(self.schema[field]).type)}
         rows = table_to_numpy(table, [name for name in names if name not in compressed])
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name,
@@ -271,12 +272,6 @@ class OfflinePreLearner:
         if is_multi_agent:
             raise ValueError("offline-rl reads single-agent data; got is_multi_agent=True")
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
-
-
-def _is_bytes_type(arrow_type: pa.DataType) -> bool:
-    """Binary or string: where a numeric field is compressed (offline-rl's or RLlib's codec)."""
-    return (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
-            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _row_identity(table: pa.Table, bad: np.ndarray) -> str:

@@ -114,7 +114,7 @@ def _observations(rows: Mapping[str, np.ndarray], column: str,
     return values
 
 
-def _done_flags(rows: Mapping[str, np.ndarray],
+def done_flags(rows: Mapping[str, np.ndarray],
                 schema: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
     if schema[Columns.TERMINATEDS] in rows:
         terminateds = rows[schema[Columns.TERMINATEDS]].astype(bool, copy=False)
@@ -139,7 +139,7 @@ def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, s
     Equal (values and dtypes) to running ``rows_to_episodes`` through the default pipeline.
     """
     _check_columns(rows, schema, "the data")
-    terminateds, truncateds = _done_flags(rows, schema)
+    terminateds, truncateds = done_flags(rows, schema)
     columns = {
         Columns.OBS: _observations(rows, schema[Columns.OBS], observation_space),
         Columns.ACTIONS: rows[schema[Columns.ACTIONS]],
@@ -162,7 +162,7 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     obs = _observations(rows, schema[Columns.OBS], observation_space)
     next_obs = _observations(rows, schema[Columns.NEXT_OBS], observation_space)
     actions, rewards = rows[schema[Columns.ACTIONS]], rows[schema[Columns.REWARDS]]
-    terminateds, truncateds = _done_flags(rows, schema)
+    terminateds, truncateds = done_flags(rows, schema)
     ids = rows.get(schema[Columns.EPS_ID])
     starts = rows.get(schema[Columns.T])
     infos = rows.get(schema[Columns.INFOS])
@@ -170,7 +170,7 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     episodes = []
     for i in range(len(obs)):
         episodes.append(SingleAgentEpisode(
-            id_=None if ids is None else _as_id(ids[i]),
+            id_=None if ids is None else as_id(ids[i]),
             observations=[obs[i], next_obs[i]],
             observation_space=observation_space,
             infos=[{}, _as_info(infos[i]) if infos is not None else {}],
@@ -186,8 +186,15 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     return episodes
 
 
-def _as_id(value: Any) -> str:
+def as_id(value: Any) -> str:
+    """An episode id value (bytes, str or number) as the str episodes use."""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def is_bytes_type(arrow_type: pa.DataType) -> bool:
+    """Binary or string: how a numeric column looks when compressed (ours or RLlib's codec)."""
+    return (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
+            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _as_info(value: Any) -> dict:

@@ -43,16 +43,14 @@ import pyarrow.parquet as pq
 import ray
 import ray.data
 
-from offline_rl.codec import pack_episode_state, unpack_episode_state
+from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.compression import decompress_column
 from offline_rl.data.episode_input import sample_batch_to_episodes
 from offline_rl.data.input_reader import input_paths, is_uri, resolve_filesystem
 from offline_rl.data.tabular import (
     DataFormatError,
     missing_columns,
     resolve_schema,
-    table_to_numpy,
 )
 from offline_rl.episode import SingleAgentEpisode
 from offline_rl.inspection import (
@@ -62,9 +60,20 @@ from offline_rl.inspection import (
     json_lines,
     locate,
 )
+from offline_rl.recording.episode_assembly import (
+    COMPLETE,
+    EPISODE_ID,
+    FILE_INDEX,
+    FRAGMENT,
+    ITEM,
+    ROW_INDEX,
+    SOURCE,
+    STEPS,
+    T_STARTED,
+    fragments_to_item,
+    rows_to_item,
+)
 
-#: The episodes column, one msgpack episode state per row.
-ITEM = "item"
 #: What to do with episodes that are neither terminated nor truncated.
 INCOMPLETE = ("error", "drop")
 #: Parquet bytes one read call takes in: small files are read several at a time.
@@ -75,13 +84,6 @@ PARTITION_BYTES = 128 * 1024 * 1024
 #: Without ``max_rows_per_file``, small blocks are combined into files of at least this many
 #: in-memory bytes (Parquet's compression makes the files smaller).
 MIN_FILE_BYTES = 64 * 1024 * 1024
-# Columns the tabular reader adds: source file (for messages), file number and row in the file.
-_PATH, _FILE_INDEX, _ROW_INDEX = "__path", "__file_index", "__row_index"
-# Columns of the per-episode table built before writing; only ``item`` is written.
-_EPS_ID, _STEPS, _COMPLETE = "eps_id", "steps", "complete"
-_TIME_STEP, _FRAGMENT = "t_started", "fragment"
-_DONES = "dones"
-_BUFFERS = ("observations", "actions", "rewards", "infos")
 
 
 def tabular_to_episodes(input_: str | list[str], output: str, *,
@@ -118,11 +120,11 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
         compressed.add(columns[Columns.NEXT_OBS])
     total = sum(info.size or 0 for info in files)
     rows = ray.data.from_items(
-        [{_FILE_INDEX: index, _PATH: info.path} for index, info in enumerate(files)]
+        [{FILE_INDEX: index, SOURCE: info.path} for index, info in enumerate(files)]
     ).map_batches(_read_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
                   batch_format="pyarrow", fn_kwargs={"filesystem": fs})
     episodes = rows.groupby(columns[Columns.EPS_ID], _partitions(total)).map_groups(
-        _rows_to_item, batch_format="pyarrow",
+        rows_to_item, batch_format="pyarrow",
         fn_kwargs={"schema": columns, "compressed": compressed, "incomplete": incomplete})
     return _write(episodes, output, target, max_rows_per_file)
 
@@ -151,11 +153,11 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     fs, files = _input_files(input_, filesystem, JSON_SUFFIXES, "JSON (*.json, *.jsonl)")
     target = _prepare_output(output, filesystem)
     total = sum(info.size or 0 for info in files)
-    fragments = ray.data.from_items([{_PATH: info.path} for info in files]).map_batches(
+    fragments = ray.data.from_items([{SOURCE: info.path} for info in files]).map_batches(
         _read_json_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
         batch_format="pyarrow", fn_kwargs={"filesystem": fs})
-    episodes = fragments.groupby(_EPS_ID, _partitions(total)).map_groups(
-        _fragments_to_item, batch_format="pyarrow", fn_kwargs={"incomplete": incomplete})
+    episodes = fragments.groupby(EPISODE_ID, _partitions(total)).map_groups(
+        fragments_to_item, batch_format="pyarrow", fn_kwargs={"incomplete": incomplete})
     return _write(episodes, output, target, max_rows_per_file)
 
 
@@ -269,10 +271,10 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
         if isinstance(cause, DataFormatError):
             raise cause from None
         raise
-    parts = ray.get(episodes.select_columns([_STEPS, _COMPLETE]).to_arrow_refs())
-    steps = np.concatenate([np.empty(0, np.int64), *(part[_STEPS].to_numpy() for part in parts)])
+    parts = ray.get(episodes.select_columns([STEPS, COMPLETE]).to_arrow_refs())
+    steps = np.concatenate([np.empty(0, np.int64), *(part[STEPS].to_numpy() for part in parts)])
     complete = np.concatenate([np.empty(0, bool), *(
-        part[_COMPLETE].to_numpy(zero_copy_only=False) for part in parts)])
+        part[COMPLETE].to_numpy(zero_copy_only=False) for part in parts)])
     staging = f"{path}/.staging-{uuid.uuid4().hex}"
     sizes = ({"min_rows_per_file": max_rows_per_file, "max_rows_per_file": max_rows_per_file}
              if max_rows_per_file else {"min_bytes_per_file": MIN_FILE_BYTES})
@@ -298,14 +300,14 @@ def _shown(target: tuple[pafs.FileSystem, str], file: str, output: str) -> str:
 
 
 def _complete_items(table: pa.Table) -> pa.Table:
-    return table.filter(table[_COMPLETE]).select([ITEM])
+    return table.filter(table[COMPLETE]).select([ITEM])
 
 
 # ----------------------------------------------------------------------------------- tabular
 def _read_files(batch: pa.Table, filesystem: pafs.FileSystem) -> pa.Table:
     """Reads the listed files, adding each row's file path, file number and row number."""
     tables = []
-    for index, path in zip(batch[_FILE_INDEX].to_pylist(), batch[_PATH].to_pylist()):
+    for index, path in zip(batch[FILE_INDEX].to_pylist(), batch[SOURCE].to_pylist()):
         try:
             table = pq.read_table(path, filesystem=filesystem)
         except (OSError, pa.ArrowException) as error:
@@ -313,162 +315,10 @@ def _read_files(batch: pa.Table, filesystem: pafs.FileSystem) -> pa.Table:
                                   "it or move it out of the input") from None
         rows = table.num_rows
         tables.append(table.append_column(
-            _PATH, pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), [path])
-        ).append_column(_FILE_INDEX, pa.array(np.full(rows, index, np.int64))
-        ).append_column(_ROW_INDEX, pa.array(np.arange(rows, dtype=np.int64))))
+            SOURCE, pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), [path])
+        ).append_column(FILE_INDEX, pa.array(np.full(rows, index, np.int64))
+        ).append_column(ROW_INDEX, pa.array(np.arange(rows, dtype=np.int64))))
     return pa.concat_tables(tables, promote_options="permissive")
-
-
-def _rows_to_item(group: pa.Table, schema: Mapping[str, str], compressed: set[str],
-                  incomplete: str) -> pa.Table:
-    """One episode's rows (any order, any files) -> its packed state, or a dropped marker."""
-    eps_id = _as_id(group[schema[Columns.EPS_ID]][0].as_py())
-    has_t = schema[Columns.T] in group.column_names
-    group = group.sort_by([(schema[Columns.T], "ascending")] if has_t
-                          else [(_FILE_INDEX, "ascending"), (_ROW_INDEX, "ascending")])
-    where = _where(eps_id, group[_PATH])
-    missing = missing_columns(group.column_names, schema)
-    if missing:
-        raise DataFormatError(f"{where}: no column(s) {missing} in its files (columns: "
-                              f"{sorted(group.column_names)}); every file needs the same columns")
-    rows = _episode_columns(group, schema, compressed, where)
-    steps = len(rows[schema[Columns.ACTIONS]])
-    t_started = _check_steps(group[schema[Columns.T]].to_numpy(), where) if has_t else 0
-    obs, next_obs = rows[schema[Columns.OBS]], rows[schema[Columns.NEXT_OBS]]
-    broken = _first_mismatch(next_obs[:-1], obs[1:])
-    if broken is not None:
-        order = "by t" if has_t else "in file order, as there is no 't' column"
-        raise DataFormatError(
-            f"{where}: 'new_obs' of step {t_started + broken} is not the 'obs' of step "
-            f"{t_started + broken + 1} (rows taken {order}); rows are missing, duplicated or "
-            "out of order")
-    terminateds, truncateds = _done_flags(rows, schema)
-    _check_done(terminateds | truncateds, where, incomplete)
-    if not (terminateds[-1] or truncateds[-1]):
-        return _item_row(eps_id, steps, None)
-    infos = None
-    if schema[Columns.INFOS] in group.column_names:
-        infos = [{}, *(info if isinstance(info, dict) else {}
-                       for info in group[schema[Columns.INFOS]].to_pylist())]
-    mapped = set(schema.values())
-    episode = SingleAgentEpisode(
-        eps_id,
-        observations=np.concatenate([obs, next_obs[-1:]]),
-        infos=infos,
-        actions=rows[schema[Columns.ACTIONS]],
-        rewards=rows[schema[Columns.REWARDS]],
-        terminated=bool(terminateds[-1]),
-        truncated=bool(truncateds[-1]),
-        extra_model_outputs={name: values for name, values in rows.items()
-                             if name not in mapped},
-        t_started=t_started,
-        len_lookback_buffer=0,
-    )
-    return _item_row(eps_id, steps, episode)
-
-
-def _episode_columns(group: pa.Table, schema: Mapping[str, str], compressed: set[str],
-                     where: str) -> dict[str, np.ndarray]:
-    """The group's data columns as numpy arrays, compressed ones decoded."""
-    skipped = {schema[field] for field in (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID,
-                                           Columns.T, Columns.INFOS)}
-    skipped |= {_PATH, _FILE_INDEX, _ROW_INDEX}
-    decoded = compressed | {
-        schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
-        if _is_bytes(group.schema.field(schema[field]).type)}
-    names = [name for name in group.column_names if name not in skipped]
-    try:
-        rows = table_to_numpy(group, [name for name in names if name not in decoded])
-    except DataFormatError as error:
-        raise DataFormatError(f"{where}: {error}") from None
-    for name in decoded & set(names):
-        rows[name] = decompress_column(group[name].to_pylist(), name, where)
-    return {name: rows[name] for name in names}
-
-
-def _is_bytes(arrow_type: pa.DataType) -> bool:
-    return (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
-            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
-
-
-def _check_steps(t: np.ndarray, where: str) -> int:
-    """Raises unless ``t`` counts up by one; returns the first step."""
-    jumps = np.flatnonzero(np.diff(t) != 1)
-    if jumps.size:
-        before, after = t[jumps[0]], t[jumps[0] + 1]
-        problem = "appears twice" if before == after else f"is followed by t={after}"
-        raise DataFormatError(f"{where}: t={before} {problem}; each step of an episode needs "
-                              "exactly one row (are rows missing or recorded twice?)")
-    return int(t[0])
-
-
-def _first_mismatch(left: np.ndarray, right: np.ndarray) -> int | None:
-    """The first row where the arrays differ (NaN equals NaN), or None."""
-    differ = left != right
-    if np.issubdtype(left.dtype, np.floating):
-        differ &= ~(np.isnan(left) & np.isnan(right))
-    rows = np.flatnonzero(differ.reshape(len(left), -1 if left.size else 0).any(axis=1))
-    return int(rows[0]) if rows.size else None
-
-
-def _done_flags(rows: Mapping[str, np.ndarray],
-                schema: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    if schema[Columns.TERMINATEDS] in rows:
-        terminateds = rows[schema[Columns.TERMINATEDS]].astype(bool)
-        truncateds = rows.get(schema[Columns.TRUNCATEDS], np.zeros(len(terminateds)))
-        return terminateds, truncateds.astype(bool)
-    terminateds = rows[schema[_DONES]].astype(bool)
-    return terminateds, np.zeros(len(terminateds), dtype=bool)
-
-
-def _check_done(done: np.ndarray, where: str, incomplete: str) -> None:
-    """Refuses done flags before the last step and, unless dropped, unfinished episodes."""
-    early = np.flatnonzero(done[:-1])
-    if early.size:
-        raise DataFormatError(
-            f"{where}: step {early[0] + 1} of {len(done)} is terminated or truncated, but more "
-            "steps follow; an episode ends at its done step (is its id reused?)")
-    if not done[-1] and incomplete == "error":
-        raise _unfinished(where, len(done))
-
-
-def _unfinished(where: str, steps: int) -> DataFormatError:
-    return DataFormatError(
-        f"{where} is not done: its last step is neither terminated nor truncated after {steps} "
-        "steps. offline-rl trains on complete episodes; pass incomplete='drop' to leave "
-        "unfinished ones out")
-
-
-def _where(eps_id: str, sources: pa.ChunkedArray) -> str:
-    """How error messages name an episode: its id and (up to 3 of) the files (or file lines)
-    it was read from."""
-    places = sorted(set(sources.to_pylist()))
-    more = f" and {len(places) - 3} more" if len(places) > 3 else ""
-    return f"episode {eps_id!r} (in {'; '.join(places[:3])}{more})"
-
-
-def _item_row(eps_id: str, steps: int, episode: SingleAgentEpisode | None) -> pa.Table:
-    return pa.table({
-        _EPS_ID: pa.array([eps_id], pa.string()),
-        _STEPS: pa.array([steps], pa.int64()),
-        _COMPLETE: pa.array([episode is not None]),
-        ITEM: pa.array([None if episode is None else _pack(episode)], pa.binary()),
-    })
-
-
-def _pack(episode: SingleAgentEpisode) -> bytes:
-    """The episode's msgpack state with its columns as lists, the layout RLlib itself writes
-    (RLlib packs episodes before ``to_numpy``)."""
-    state = episode.get_state()
-    buffers = [state[key] for key in _BUFFERS] + list((state["extra_model_outputs"] or {})
-                                                      .values())
-    for buffer in buffers:
-        buffer["data"], buffer["finalized"] = list(buffer["data"]), False
-    return pack_episode_state(state)
-
-
-def _as_id(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 # -------------------------------------------------------------------------------------- JSON
@@ -480,35 +330,14 @@ def _read_json_files(batch: pa.Table, filesystem: pafs.FileSystem) -> pa.Table:
     throughout a block (compressed text on one line, a list on the next fails).
     """
     fragments = []
-    for path in batch[_PATH].to_pylist():
+    for path in batch[SOURCE].to_pylist():
         for number, row in json_lines(path, filesystem):
             where = f"{path}, line {number}"
             fragments += [(episode, where) for episode in sample_batch_to_episodes(row, where)]
     return pa.table({
-        _EPS_ID: pa.array([episode.id_ for episode, _ in fragments], pa.string()),
-        _TIME_STEP: pa.array([episode.t_started for episode, _ in fragments], pa.int64()),
-        _PATH: pa.array([where for _, where in fragments], pa.string()),
-        _FRAGMENT: pa.array([pack_episode_state(episode.get_state()) for episode, _ in fragments],
+        EPISODE_ID: pa.array([episode.id_ for episode, _ in fragments], pa.string()),
+        T_STARTED: pa.array([episode.t_started for episode, _ in fragments], pa.int64()),
+        SOURCE: pa.array([where for _, where in fragments], pa.string()),
+        FRAGMENT: pa.array([pack_episode_state(episode.get_state()) for episode, _ in fragments],
                             pa.binary()),
     })
-
-
-def _fragments_to_item(group: pa.Table, incomplete: str) -> pa.Table:
-    """One episode's fragments -> the joined episode's packed state, or a dropped marker."""
-    group = group.sort_by(_TIME_STEP)
-    eps_id = group[_EPS_ID][0].as_py()
-    where = _where(eps_id, group[_PATH])
-    fragments = [SingleAgentEpisode.from_state(unpack_episode_state(data, where=where))
-                 for data in group[_FRAGMENT].to_pylist()]
-    episode = fragments[0]
-    for fragment in fragments[1:]:
-        try:
-            episode.concat_episode(fragment)
-        except ValueError as error:
-            raise DataFormatError(
-                f"{where}: its fragment at t={fragment.t_started} does not continue the one "
-                f"before ({error}); is the episode id reused, or a fragment missing or recorded "
-                "twice?") from None
-    if not episode.is_done and incomplete == "error":
-        raise _unfinished(where, len(episode))
-    return _item_row(eps_id, len(episode), episode if episode.is_done else None)
