@@ -47,6 +47,11 @@ class ConnectorPipelineV2(ConnectorV2):
                 )
         return batch
 
+    @property
+    def needs_module(self) -> bool:
+        """Whether any piece needs the current module."""
+        return any(connector.needs_module for connector in self.connectors)
+
     def __len__(self) -> int:
         return len(self.connectors)
 

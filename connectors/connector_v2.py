@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -17,6 +17,9 @@ class ConnectorV2(ABC):
     A piece receives the batch built so far (a dict ``column -> list of per-episode chunks`` or
     ``column -> np.ndarray``) and the episodes it is built from, and returns the batch with its
     own columns added. Pieces hold no state unless they override ``get_state``/``set_state``.
+    A piece that reads the current module (``rl_module``) sets ``needs_module = True``: the
+    PreLearners then keep a copy of the learners' module, refreshed every
+    ``prelearner_module_synch_period`` calls.
 
     Example:
         >>> import numpy as np
@@ -27,6 +30,9 @@ class ConnectorV2(ABC):
         >>> ScaleRewards()(rl_module=None, batch={"rewards": np.ones(2)}, episodes=[])["rewards"]
         array([0.1, 0.1])
     """
+
+    #: Whether ``__call__`` needs the current module as ``rl_module``.
+    needs_module: ClassVar[bool] = False
 
     def __init__(self, input_observation_space=None, input_action_space=None, **kwargs: Any):
         self.input_observation_space = input_observation_space

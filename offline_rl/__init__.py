@@ -24,6 +24,7 @@ _LAZY = {
     "Algorithm": "offline_rl.algorithms.algorithm",
     "BCConfig": "offline_rl.algorithms.bc",
     "BC": "offline_rl.algorithms.bc",
+    "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",
     "SingleAgentEpisode": "offline_rl.episode",

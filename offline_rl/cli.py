@@ -205,6 +205,8 @@ class _ResultWriter:
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in values.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            value = dict(enumerate(value))  # per-learner figures: one column each
         if isinstance(value, dict):
             flat.update(_flatten(value, f"{prefix}{key}/"))
         else:

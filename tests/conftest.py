@@ -36,7 +36,7 @@ def bc_config(cartpole_data):
         BCConfig()
         .environment("CartPole-v1")
         .training(lr=3e-3, train_batch_size_per_learner=512)
-        .offline_data(input_=str(cartpole_data))
+        .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=1)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "relu"})
         .debugging(seed=0)
     )

@@ -12,3 +12,24 @@ class NegatedRewards(OfflinePreLearner):
         columns = super().__call__(batch)
         columns["rewards"] = -columns["rewards"]
         return columns
+
+
+class DiesOnce(OfflinePreLearner):
+    """Maps rows as usual, but the first actor to reach its second call exits its process
+    (once per run, arbitrated by the test's ``Log`` actor)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+
+    def __call__(self, batch):
+        import os
+
+        import ray
+
+        from tests.learners import LOG_NAME
+
+        self.calls += 1
+        if self.calls == 2 and ray.get(ray.get_actor(LOG_NAME).first_call.remote("died")):
+            os._exit(1)
+        return super().__call__(batch)

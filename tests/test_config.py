@@ -34,6 +34,11 @@ def test_builders_chain_and_set_fields():
     (lambda c: c.environment(env=None), "environment"),
     (lambda c: c.learners(num_gpus_per_learner=1, num_cpus_per_learner=2),
      "num_cpus_per_learner"),
+    (lambda c: c.learners(num_learners=-1), "num_learners"),
+    (lambda c: c.learners(num_cpus_per_learner="many"), "num_cpus_per_learner"),
+    (lambda c: c.learners(placement_strategy="RANDOM"), "placement_strategy"),
+    (lambda c: c.offline_data(prelearner_module_synch_period=0),
+     "prelearner_module_synch_period"),
 ])
 def test_validation_names_the_field(change, field):
     with pytest.raises(ValueError, match=rf"\n  {field}: "):

@@ -172,6 +172,7 @@ def test_bc_trains_on_rllib_recordings(ray_session, source):
     else:
         config = config.offline_data(input_=str(SAMPLE_BATCHES), input_read_method="read_json",
                                      input_read_sample_batches=True)
+    config = config.offline_data(dataset_num_iters_per_learner=1)
     with config.debugging(seed=0).build() as algo:
         results = [algo.train() for _ in range(5)]
         dropped = algo.offline_data.dropped(wait=True)

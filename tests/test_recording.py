@@ -121,7 +121,8 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
     assert all(Path(f).parent.parent.name == "cartpole-v1" for f in files)
     table = read_files(tmp_path / "out")
     assert table.num_rows == stats["num_env_steps"]
-    trained = config.copy().offline_data(input_=str(tmp_path / "out"), output=None)
+    trained = config.copy().offline_data(input_=str(tmp_path / "out"), output=None,
+                                         dataset_num_iters_per_learner=1)
     with trained.build() as algo:
         assert algo.train()["learners"]["__all_modules__"]["num_env_steps_trained"] == 64
 

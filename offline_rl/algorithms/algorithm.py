@@ -13,6 +13,7 @@ import numpy as np
 import ray
 
 from offline_rl import checkpoint
+from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.recording.recorder import Recorder
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 ALL_MODULES = "__all_modules__"
+#: Each learner's figures reported under ``result["learners"]["per_learner"]``.
+PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
+                    "num_module_steps_trained", "epochs_this_iter")
 MAX_EVALUATION_ENVS = 8
 
 
@@ -41,10 +45,11 @@ def start_ray() -> bool:
 class Algorithm:
     """Trains a policy from offline data.
 
-    Building starts Ray Data in the background first, then builds the evaluation env and the torch
-    learner while Ray spins up its workers. ``train()`` runs one iteration of
-    ``dataset_num_iters_per_learner`` updates (default 1) and returns RLlib-shaped results;
-    every ``evaluation_interval`` iterations it also evaluates the greedy policy in the env.
+    Building builds the evaluation env, then the ``LearnerGroup``, which starts Ray Data (in the
+    background for a local learner) and the learners. ``train()`` runs one iteration of
+    ``dataset_num_iters_per_learner`` updates per learner (``None``: one epoch of each
+    learner's data) and returns RLlib-shaped results; every ``evaluation_interval`` iterations
+    it also evaluates the greedy policy in the env.
 
     Example:
         >>> from offline_rl import BCConfig
@@ -70,11 +75,14 @@ class Algorithm:
                 seed=self.config.seed,
             )
         self.observation_space, self.action_space = self._spaces()
-        self.offline_data = OfflineData(
-            self.config, (self.observation_space, self.action_space)
-        ).start()
+        self.offline_data = OfflineData(self.config, (self.observation_space, self.action_space))
         spec = self.config.get_rl_module_spec(self.observation_space, self.action_space)
-        self.learner = self.config.get_default_learner_class()(self.config, spec)
+        self.learner_group: LearnerGroup | None = None
+        try:
+            self.learner_group = LearnerGroup(self.config, spec, self.offline_data)
+        except BaseException:
+            self.stop()
+            raise
         self.iteration = 0
         self.num_env_steps_trained_lifetime = 0
         self.num_updates_lifetime = 0
@@ -91,48 +99,44 @@ class Algorithm:
 
     @property
     def module(self) -> Any:
-        """The trained torch policy module."""
-        return self.learner.module
+        """The trained torch policy module (learner 0's weights with remote learners)."""
+        return self.learner_group.module
 
     def train(self) -> dict[str, Any]:
-        """One training iteration; evaluates too when ``evaluation_interval`` says so."""
+        """One training iteration; evaluates too when ``evaluation_interval`` says so.
+
+        ``result["learners"]["default_policy"]`` holds the loss metrics averaged over the
+        learners, ``["__all_modules__"]`` the step counts, ``["per_learner"]`` each learner's
+        planned and done updates; ``result["data"]`` the data stream's figures (per learner
+        too), dropped data and, when connectors use the module, the staleness of its weights.
+        """
         started = time.perf_counter()
-        wait_before = self.offline_data.stream.stats.wait_s
-        updates = [
-            self.learner.update(self.offline_data.sample())
-            for _ in range(self.config.dataset_num_iters_per_learner or 1)
-        ]
-        stream = self.offline_data.stream.stats
-        steps = sum(update["num_module_steps_trained"] for update in updates)
+        per_learner = self.learner_group.train()
+        steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
+        optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1
         self.num_env_steps_trained_lifetime += steps
-        self.num_updates_lifetime += len(updates)
+        self.num_updates_lifetime += optimizer_steps
         elapsed = time.perf_counter() - started
         self._train_time_s += elapsed
-        module_metrics = {
-            key: float(np.mean([update[key] for update in updates])) for key in updates[0]
-        }
-        module_metrics["num_module_steps_trained"] = steps
         result: dict[str, Any] = {
             "training_iteration": self.iteration,
             "learners": {
-                "default_policy": module_metrics,
+                "default_policy": {**_mean_metrics(per_learner), "num_module_steps_trained": steps},
                 ALL_MODULES: {
                     "num_env_steps_trained": steps,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                     "num_env_steps_trained_lifetime_throughput":
                         self.num_env_steps_trained_lifetime / self._train_time_s,
-                    "num_updates": len(updates),
+                    "num_updates": optimizer_steps,
                     "num_updates_lifetime": self.num_updates_lifetime,
+                    "num_learners": len(per_learner),
                 },
+                "per_learner": [{key: learner[key] for key in PER_LEARNER_KEYS}
+                                for learner in per_learner],
             },
-            "data": {
-                "epochs_completed": stream.epochs_completed,
-                "rows_per_epoch": stream.epoch_rows[-1] if stream.epoch_rows else None,
-                "wait_s": stream.wait_s - wait_before,
-                "first_batch_wait_s": stream.first_batch_wait_s,
-                "dropped": self.offline_data.dropped(),
-            },
+            "data": {**_data_figures(per_learner, self.offline_data.dropped()),
+                     "prelearner_pool": self.offline_data.pool()},
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
         }
@@ -149,7 +153,7 @@ class Algorithm:
             raise ValueError("evaluate() needs an env: set config.environment(env=...)")
         started = time.perf_counter()
         if self.config.output:
-            policy = copy.deepcopy(self.learner.module).cpu()
+            policy = copy.deepcopy(self.module).cpu()
             if self.recorder is None:
                 self.recorder = Recorder(self.config, policy)
                 policy = None
@@ -158,7 +162,7 @@ class Algorithm:
             return {"env_runners": recorded,
                     "evaluation_time_s": time.perf_counter() - started}
         episodes = self.evaluator.evaluate(
-            self.learner.module.compute_actions, self.config.evaluation_duration
+            self.module.compute_actions, self.config.evaluation_duration
         )
         return {"env_runners": episodes, "evaluation_time_s": time.perf_counter() - started}
 
@@ -173,12 +177,13 @@ class Algorithm:
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
             "num_updates_lifetime": self.num_updates_lifetime,
         }
-        return str(checkpoint.write_checkpoint(path, self.learner, config, state))
+        return str(checkpoint.write_checkpoint(path, self.learner_group, config, state))
 
     def restore_from_path(self, path: str | Path) -> None:
         """Loads weights, optimizer state and counters from a checkpoint folder."""
         state = checkpoint.read_algorithm_state(path)
-        self.learner.load_state(checkpoint.learner_state_file(path))
+        self.learner_group.load_state(checkpoint.learner_state_file(path),
+                                      state["num_updates_lifetime"])
         self.iteration = state["training_iteration"]
         self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
         self.num_updates_lifetime = state["num_updates_lifetime"]
@@ -192,8 +197,11 @@ class Algorithm:
         return algorithm
 
     def stop(self) -> None:
-        """Stops the data stream, envs and recorder (flushing what it buffers), and Ray if this
-        algorithm started it."""
+        """Stops the learners, the data stream, envs and recorder (flushing what it buffers),
+        and Ray if this algorithm started it."""
+        if self.learner_group is not None:
+            self.learner_group.stop()
+            self.learner_group = None
         self.offline_data.stop()
         if self.recorder is not None:
             self.recorder.stop()
@@ -209,3 +217,31 @@ class Algorithm:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.stop()
+
+
+def _mean_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
+    """Each loss metric averaged over the learners that reported it."""
+    names = {name for learner in per_learner for name in learner["metrics"]}
+    return {name: float(np.mean([learner["metrics"][name] for learner in per_learner
+                                 if name in learner["metrics"]])) for name in sorted(names)}
+
+
+def _data_figures(per_learner: list[dict[str, Any]], dropped: dict[str, int]) -> dict[str, Any]:
+    """The data stream's figures: totals over the learners' shards, and each learner's."""
+    rows = [learner["rows_per_epoch"] for learner in per_learner]
+    staleness = [value for learner in per_learner for value in learner["staleness"]]
+    figures: dict[str, Any] = {
+        "epochs_completed": min(learner["epochs_completed"] for learner in per_learner),
+        "rows_per_epoch": None if None in rows else sum(rows),
+        "wait_s": max(learner["wait_s"] for learner in per_learner),
+        "first_batch_wait_s": max((learner["first_batch_wait_s"] or 0.0)
+                                  for learner in per_learner),
+        "dropped": dropped,
+        "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
+                                                        "wait_s", "first_batch_wait_s")}
+                        for learner in per_learner],
+    }
+    if staleness:
+        figures["module_weights_staleness"] = {"mean": float(np.mean(staleness)),
+                                               "max": float(np.max(staleness))}
+    return figures

@@ -34,6 +34,7 @@ NotProvided: Any = _NotProvided()
 SECTIONS = ("environment", "training", "learners", "env_runners", "offline_data", "evaluation",
             "rl_module", "debugging")
 _RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
 class AlgorithmConfig:
@@ -76,6 +77,7 @@ class AlgorithmConfig:
         self.num_learners = 0
         self.num_gpus_per_learner: float = 0
         self.num_cpus_per_learner: float | str = "auto"
+        self.placement_strategy = "PACK"
         # env_runners (recording)
         self.num_env_runners = 1
         self.num_envs_per_env_runner = 1
@@ -100,6 +102,7 @@ class AlgorithmConfig:
         self.prelearner_class: type | str | None = None
         self.prelearner_buffer_class: type | str | None = None
         self.prelearner_buffer_kwargs: dict[str, Any] = {}
+        self.prelearner_module_synch_period = 10
         self.dataset_num_iters_per_learner: int | None = None
         self.output: str | None = None
         self.output_compress_columns: list[str] = ["obs", "new_obs"]
@@ -140,8 +143,14 @@ class AlgorithmConfig:
 
     def learners(self, *, num_learners: int = NotProvided,
                  num_gpus_per_learner: float = NotProvided,
-                 num_cpus_per_learner: float | str = NotProvided) -> AlgorithmConfig:
-        """How many learners and what each gets (``num_learners=0``: one in this process)."""
+                 num_cpus_per_learner: float | str = NotProvided,
+                 placement_strategy: str = NotProvided) -> AlgorithmConfig:
+        """How many learners and what each gets. ``num_learners=0``: one learner in this
+        process; ``N >= 1``: N Ray actors, each training on its own ``streaming_split`` shard,
+        gradients averaged with ``torch.distributed``. ``num_cpus_per_learner="auto"``: 0 with a
+        GPU, else 1 CPU when that fits beside the data pipeline, else 0. Learners are placed
+        with a placement group (``"PACK"``, ``"SPREAD"``, ``"STRICT_PACK"``,
+        ``"STRICT_SPREAD"``)."""
         return self._set(locals())
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -170,6 +179,7 @@ class AlgorithmConfig:
                      prelearner_class: type | str | None = NotProvided,
                      prelearner_buffer_class: type | str | None = NotProvided,
                      prelearner_buffer_kwargs: dict[str, Any] = NotProvided,
+                     prelearner_module_synch_period: int = NotProvided,
                      dataset_num_iters_per_learner: int | None = NotProvided,
                      output: str | None = NotProvided,
                      output_compress_columns: list[str] = NotProvided,
@@ -183,7 +193,8 @@ class AlgorithmConfig:
         """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
         API names; see README, 'Your data'). ``input_nonfinite`` is offline-rl's own: what to do
         with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop the
-        row or episode and count it in the results)."""
+        row or episode and count it in the results). ``dataset_num_iters_per_learner``: updates
+        per learner per ``train()``; ``None`` runs one full epoch of each learner's shard."""
         return self._set(locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -290,8 +301,13 @@ class AlgorithmConfig:
               f"must be None or a number > 0, got {self.grad_clip!r}")
         check(self.grad_clip_by in ("value", "norm", "global_norm"), "grad_clip_by",
               f"must be 'value', 'norm' or 'global_norm', got {self.grad_clip_by!r}")
-        check(self.num_learners == 0, "num_learners",
-              f"not yet supported: num_learners={self.num_learners} (remote learners); use 0")
+        check(_non_negative_int(self.num_learners), "num_learners",
+              f"must be an int >= 0, got {self.num_learners!r}")
+        check(self.num_cpus_per_learner == "auto" or _non_negative(self.num_cpus_per_learner),
+              "num_cpus_per_learner",
+              f"must be 'auto' or a number >= 0, got {self.num_cpus_per_learner!r}")
+        check(self.placement_strategy in PLACEMENT_STRATEGIES, "placement_strategy",
+              f"must be one of {PLACEMENT_STRATEGIES}, got {self.placement_strategy!r}")
         check(_non_negative(self.num_gpus_per_learner), "num_gpus_per_learner",
               f"must be a number >= 0, got {self.num_gpus_per_learner!r}")
         check(not (self.num_gpus_per_learner and self.num_cpus_per_learner != "auto"),
@@ -300,6 +316,9 @@ class AlgorithmConfig:
               or _positive_int(self.dataset_num_iters_per_learner),
               "dataset_num_iters_per_learner",
               f"must be None or an int >= 1, got {self.dataset_num_iters_per_learner!r}")
+        check(_positive_int(self.prelearner_module_synch_period),
+              "prelearner_module_synch_period",
+              f"must be an int >= 1, got {self.prelearner_module_synch_period!r}")
         check(self.input_read_batch_size is None or _positive_int(self.input_read_batch_size),
               "input_read_batch_size",
               f"must be None or an int >= 1, got {self.input_read_batch_size!r}")
@@ -440,3 +459,7 @@ def _non_negative(value: Any) -> bool:
 
 def _positive_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from connectors import NumpyToTensor
 from offline_rl.core.rl_module_spec import RLModuleSpec
@@ -60,25 +61,56 @@ class Learner(ABC):
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Returns the loss to minimize and named scalar tensors to report."""
 
-    def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
-        """One gradient step on ``batch``; returns the step's metrics as floats."""
+    def update(self, batch: dict[str, np.ndarray] | None) -> dict[str, float] | None:
+        """One gradient step on ``batch``; returns the step's metrics as floats.
+
+        In a ``torch.distributed`` process group (remote learners) the gradients are averaged
+        over the learners that had a batch; a learner without one (``None``) still takes part,
+        so all take the same step. Returns ``None`` when no learner had a batch (no step)."""
         started = time.perf_counter()
-        tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
-        fwd_out = self.module.forward_train(tensors)
-        loss, stats = self.compute_loss_for_module(
-            module_id=DEFAULT_MODULE_ID, batch=tensors, fwd_out=fwd_out
-        )
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        reported = {"total_loss": loss.detach(), **{k: v.detach() for k, v in stats.items()}}
+        reported: dict[str, torch.Tensor] = {}
+        if batch is not None:
+            tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
+            fwd_out = self.module.forward_train(tensors)
+            loss, stats = self.compute_loss_for_module(
+                module_id=DEFAULT_MODULE_ID, batch=tensors, fwd_out=fwd_out
+            )
+            loss.backward()
+            reported = {"total_loss": loss.detach(), **{k: v.detach() for k, v in stats.items()}}
+        if dist.is_initialized():
+            if not self._average_gradients(has_batch=batch is not None):
+                return None
+        elif batch is None:
+            return None
         if self.config.grad_clip is not None:
             reported["gradients_global_norm"] = self._clip_gradients()
         self.optimizer.step()
+        if batch is None:
+            return {}
         values = torch.stack(list(reported.values())).tolist()
         metrics = dict(zip(reported, values))
         metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
         metrics["learner_update_timer"] = time.perf_counter() - started
         return metrics
+
+    def _average_gradients(self, *, has_batch: bool) -> bool:
+        """All-reduces the gradients (one flat buffer) and the count of learners with a batch;
+        divides by that count. False when no learner had a batch."""
+        parameters = [p for p in self.module.parameters() if p.requires_grad]
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in parameters]
+        flat = torch.cat([g.reshape(-1) for g in grads]
+                         + [torch.ones(1, device=self.device) * has_batch])
+        dist.all_reduce(flat)
+        contributors = flat[-1].item()
+        if not contributors:
+            return False
+        flat /= contributors
+        offset = 0
+        for parameter, grad in zip(parameters, grads):
+            parameter.grad = flat[offset:offset + grad.numel()].view_as(grad)
+            offset += grad.numel()
+        return True
 
     def _clip_gradients(self) -> torch.Tensor:
         parameters = [p for p in self.module.parameters() if p.grad is not None]

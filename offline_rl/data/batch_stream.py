@@ -48,6 +48,10 @@ class BatchStream:
         [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
         >>> stream.stats.epochs_completed, stream.stats.epoch_rows
         (1, [10])
+        >>> [stream.next_batch(4, stop_at_epoch_end=True)["x"].tolist() for _ in range(2)]
+        [[2, 3, 4, 5], [6, 7, 8, 9]]
+        >>> stream.next_batch(4, stop_at_epoch_end=True) is None  # the second epoch ended
+        True
         >>> stream.stop()
     """
 
@@ -113,13 +117,18 @@ class BatchStream:
             raise self._failed
         return item
 
-    def next_batch(self, num_rows: int) -> Batch:
-        """The next ``num_rows`` rows as a dict of numpy columns."""
+    def next_batch(self, num_rows: int, *, stop_at_epoch_end: bool = False) -> Batch | None:
+        """The next ``num_rows`` rows as a dict of numpy columns.
+
+        With ``stop_at_epoch_end``, returns ``None`` instead when the current epoch ends before
+        ``num_rows`` rows are gathered; the rows gathered so far open the next batch."""
         while self._pending_rows < num_rows:
             kind, payload = self._get()
             if kind == _EPOCH_END:
                 self.stats.epochs_completed += 1
                 self.stats.epoch_rows.append(payload)
+                if stop_at_epoch_end:
+                    return None
                 continue
             self._pending.append(payload)
             self._pending_rows += _num_rows(payload)

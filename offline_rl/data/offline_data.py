@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from offline_rl.data.input_reader import (
     read_input,
     resolve_filesystem,
 )
+from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.resources import prelearner_pool_kwargs
 
 if TYPE_CHECKING:
@@ -41,9 +43,12 @@ class OfflineData:
     train batches of exactly ``train_batch_size_per_learner`` rows, epoch after epoch.
 
     Construction checks local Parquet input (paths, columns, observation shape) without starting
-    any Ray work. ``start()`` builds the pipeline in a background thread, so the caller can build
-    its learner meanwhile. With ``materialize_mapped_data=True`` (the default) the mapped data is
-    kept in Ray's object store after the first pass, and later epochs only re-shuffle it.
+    any Ray work. ``start()`` builds the pipeline in a background thread for one local learner,
+    so the caller can build its learner meanwhile; ``build()`` instead returns the dataset,
+    for remote learners to split. With
+    ``materialize_mapped_data=True`` (the default) the mapped data is kept in Ray's object store
+    after the first pass, and later epochs only re-shuffle it. When the learner connector
+    ``needs_module``, the learners ``publish_weights`` for the PreLearners.
 
     Example:
         >>> data = OfflineData(config, (observation_space, action_space))  # doctest: +SKIP
@@ -64,22 +69,46 @@ class OfflineData:
             check_parquet_columns(self.paths, self.filesystem, config.input_read_schema,
                                   spaces[0])
         self.batch_size = config.train_batch_size_per_learner
+        self.needs_module = config.build_learner_connector(*spaces).needs_module
+        if self.needs_module and config.materialize_mapped_data:
+            raise ValueError(
+                "the learner connector needs the current module (a piece with "
+                "needs_module=True), but materialize_mapped_data=True would map the data once "
+                "with the first weights and train on those stale batches forever. Set "
+                "config.offline_data(materialize_mapped_data=False)")
+        self.module_weights: ray.actor.ActorHandle | None = None
+        #: The mapped dataset, once built.
+        self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
         self._drops: dict[str, int] = {}
         self._pending_drops: ray.ObjectRef | None = None
         self._drops_asked = -DROPS_POLL_S
 
     def start(self) -> OfflineData:
-        """Sizes the PreLearner pool for the cluster and starts streaming; returns ``self``."""
-        self._pool_kwargs = prelearner_pool_kwargs(
-            self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=0
-        )
-        self._drop_counter = DropCounter.remote()
-        self.stream = BatchStream(self.build_mapped_dataset, self._epoch_batches).start()
+        """Sizes the PreLearner pool for the cluster and starts streaming to this process's
+        learner; returns ``self``."""
+        self._prepare(reserved_cpus=0)
+        self.stream = BatchStream(self.build_mapped_dataset,
+                                  functools.partial(epoch_batches, config=self.config)).start()
         return self
 
+    def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
+        """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; they
+        each iterate one ``streaming_split`` shard of it with ``epoch_batches``."""
+        self._prepare(reserved_cpus)
+        return self.build_mapped_dataset()
+
+    def _prepare(self, reserved_cpus: float) -> None:
+        self._pool_kwargs = prelearner_pool_kwargs(
+            self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=reserved_cpus
+        )
+        self._drop_counter = DropCounter.remote()
+        if self.needs_module:
+            self.module_weights = ModuleWeights.remote()
+
     def build_mapped_dataset(self) -> ray.data.Dataset:
-        """read -> ``map_batches(PreLearner)`` (-> ``materialize`` if configured)."""
+        """read -> ``map_batches(PreLearner)`` (-> ``materialize`` if configured), kept as
+        ``self.dataset`` (its ``stats()`` show what Ray Data ran)."""
         config = self.config
         default_rows = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
                         else ROWS_PER_PRELEARNER_CALL * self.batch_size)
@@ -88,10 +117,12 @@ class OfflineData:
             batch_size=config.input_read_batch_size or default_rows,
             batch_format="pyarrow",
             fn_constructor_kwargs={"config": config, "spaces": self.spaces,
-                                   "drop_counter": self._drop_counter},
+                                   "drop_counter": self._drop_counter,
+                                   "module_weights": self.module_weights},
             **self._pool_kwargs,
         )
-        return dataset.materialize() if config.materialize_mapped_data else dataset
+        self.dataset = dataset.materialize() if config.materialize_mapped_data else dataset
+        return self.dataset
 
     def _read_config(self) -> AlgorithmConfig:
         """The config to read with: episode formats also read each row's file path (Ray Data's
@@ -102,18 +133,6 @@ class OfflineData:
             return self.config
         return self.config.copy().offline_data(
             input_read_method_kwargs={**kwargs, "include_paths": True})
-
-    def _epoch_batches(self, dataset: ray.data.Dataset, epoch: int) -> Iterable[dict[str, Any]]:
-        fetch_rows = ROWS_PER_FETCH * self.batch_size
-        kwargs: dict[str, Any] = {
-            "prefetch_batches": DEFAULT_PREFETCH_BATCHES,
-            "local_shuffle_buffer_size": 2 * fetch_rows,
-            **self.config.iter_batches_kwargs,
-        }
-        if kwargs["local_shuffle_buffer_size"] and "local_shuffle_seed" not in kwargs:
-            seed = self.config.seed
-            kwargs["local_shuffle_seed"] = None if seed is None else seed + epoch
-        return dataset.iter_batches(batch_size=fetch_rows, batch_format="numpy", **kwargs)
 
     def sample(self, num_samples: int | None = None) -> dict[str, np.ndarray]:
         """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
@@ -138,8 +157,38 @@ class OfflineData:
             self._drops, self._pending_drops = ray.get(self._pending_drops), None
         return dict(self._drops)
 
+    def pool(self) -> dict[str, Any]:
+        """The PreLearner actor pool as sized for the cluster: ``min_size``, ``max_size`` and
+        the resources of each actor."""
+        kwargs = self._pool_kwargs
+        return {"min_size": getattr(kwargs["compute"], "min_size", None),
+                "max_size": getattr(kwargs["compute"], "max_size", None),
+                "num_cpus": kwargs["num_cpus"], "num_gpus": kwargs.get("num_gpus", 0)}
+
+    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> None:
+        """Hands the learners' module weights (after ``version`` updates) to the PreLearners;
+        a no-op unless the learner connector ``needs_module``."""
+        if self.module_weights is not None:
+            ray.get(self.module_weights.publish.remote([ray.put(weights)], version))
+
     def stop(self) -> None:
         """Stops streaming and releases the pipeline's Ray resources."""
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
+
+
+def epoch_batches(source: ray.data.Dataset | ray.data.DataIterator, epoch: int, *,
+                  config: AlgorithmConfig) -> Iterable[dict[str, Any]]:
+    """One epoch of ``source`` (the dataset, or one learner's shard) in fetches of
+    ``ROWS_PER_FETCH`` train batches, locally shuffled with a per-epoch seed, with the user's
+    ``iter_batches_kwargs`` on top."""
+    fetch_rows = ROWS_PER_FETCH * config.train_batch_size_per_learner
+    kwargs: dict[str, Any] = {
+        "prefetch_batches": DEFAULT_PREFETCH_BATCHES,
+        "local_shuffle_buffer_size": 2 * fetch_rows,
+        **config.iter_batches_kwargs,
+    }
+    if kwargs["local_shuffle_buffer_size"] and "local_shuffle_seed" not in kwargs:
+        kwargs["local_shuffle_seed"] = None if config.seed is None else config.seed + epoch
+    return source.iter_batches(batch_size=fetch_rows, batch_format="numpy", **kwargs)

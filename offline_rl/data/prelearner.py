@@ -22,6 +22,7 @@ from offline_rl.data.checks import (
     nonfinite_rows,
 )
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
+from offline_rl.data.module_weights import WEIGHTS_VERSION, SyncedModule
 from offline_rl.data.tabular import (
     DataFormatError,
     is_bytes_type,
@@ -60,6 +61,9 @@ class OfflinePreLearner:
 
     Episodes dropped (duplicates, empty, non-finite values with ``input_nonfinite="drop"``) are
     counted into ``drop_counter`` (a ``DropCounter`` actor) and reported by ``Algorithm.train``.
+    When a connector piece ``needs_module``, the PreLearner keeps a CPU copy of the module,
+    refreshed from ``module_weights`` (a ``ModuleWeights`` actor), and tags each batch with the
+    weights' version (column ``module_weights_version``).
 
     Example:
         >>> import gymnasium as gym, numpy as np, pyarrow as pa
@@ -73,7 +77,7 @@ class OfflinePreLearner:
     """
 
     def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], *,
-                 drop_counter: Any = None, **kwargs: Any):
+                 drop_counter: Any = None, module_weights: Any = None, **kwargs: Any):
         self.config = config
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
@@ -82,6 +86,14 @@ class OfflinePreLearner:
         self._learner_connector = config.build_learner_connector(*spaces)
         self._default_pipeline = all(
             type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
+        self.synced_module = None
+        if self._learner_connector.needs_module:
+            if module_weights is None:
+                raise ValueError("the learner connector needs the module, but the PreLearner was "
+                                 "given no module_weights to fetch it from")
+            self.synced_module = SyncedModule(config.get_rl_module_spec(*spaces).build(),
+                                              module_weights,
+                                              config.prelearner_module_synch_period)
         self._vectorized = self._default_pipeline and (
             type(self)._map_to_episodes.__func__ is OfflinePreLearner._map_to_episodes.__func__)
         self._reads_episodes = config.input_read_episodes or config.input_read_sample_batches
@@ -115,9 +127,17 @@ class OfflinePreLearner:
             False, rows, schema=self.schema,
             observation_space=self.observation_space, action_space=self.action_space,
         )["episodes"]
+        return self._check_transitions(self._connect(episodes), table)
+
+    def _connect(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
+        """Runs the learner connector pipeline (with the synced module when it needs one)."""
+        module = None if self.synced_module is None else self.synced_module.get()
         columns = self._learner_connector(
-            rl_module=None, batch={}, episodes=episodes, shared_data={}, metrics={})
-        return self._check_transitions(columns, table)
+            rl_module=module, batch={}, episodes=episodes, shared_data={}, metrics={})
+        if module is not None:
+            rows = len(np.asarray(columns[Columns.ACTIONS]))
+            columns[WEIGHTS_VERSION] = np.full(rows, self.synced_module.version, np.int64)
+        return columns
 
     # ------------------------------------------------------------------------------ tabular
     def _read_rows(self, table: pa.Table) -> dict[str, np.ndarray]:
@@ -247,9 +267,7 @@ class OfflinePreLearner:
             transitions = Transitions(buffer.episodes)
             return [transitions.take(buffer.sample_timesteps(self.batch_size))
                     for _ in range(count)]
-        return [self._learner_connector(
-            rl_module=None, batch={}, episodes=buffer.sample(num_items=self.batch_size),
-            shared_data={}, metrics={}) for _ in range(count)]
+        return [self._connect(buffer.sample(num_items=self.batch_size)) for _ in range(count)]
 
     def _count(self, drops: Mapping[str, int]) -> None:
         drops = {name: count for name, count in drops.items() if count}

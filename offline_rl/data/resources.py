@@ -56,3 +56,25 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
         )
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs
+
+
+def learner_cpus(requested: float | str, num_learners: int, num_gpus_per_learner: float,
+                 map_batches_kwargs: Mapping[str, Any],
+                 cluster_resources: Mapping[str, float]) -> float:
+    """CPUs each remote learner reserves. ``"auto"``: 0 with a GPU; else 1 when every learner's
+    CPU fits beside the smallest PreLearner pool and a read task, else 0 (the learners then
+    share CPUs with the data pipeline instead of starving it).
+
+    Example:
+        >>> learner_cpus("auto", 2, 0, {}, {"CPU": 2}), learner_cpus("auto", 2, 0, {}, {"CPU": 8})
+        (0.0, 1.0)
+    """
+    if requested != "auto":
+        return float(requested)
+    if num_gpus_per_learner:
+        return 0.0
+    concurrency = map_batches_kwargs.get("concurrency", 1)
+    minimum = concurrency[0] if isinstance(concurrency, tuple | list) else concurrency
+    pool = minimum * float(map_batches_kwargs.get("num_cpus", 1))
+    fits = num_learners + pool + READ_TASK_CPUS <= float(cluster_resources.get("CPU", 0))
+    return 1.0 if fits else 0.0

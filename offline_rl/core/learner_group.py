@@ -1,0 +1,202 @@
+"""``LearnerGroup``: an algorithm's learners, in the driver or as Ray actors, trained together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+import torch
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from offline_rl.core.learner_worker import LearnerWorker
+from offline_rl.data.resources import learner_cpus
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.core.rl_module_spec import RLModuleSpec
+    from offline_rl.data.offline_data import OfflineData
+
+#: Seconds to wait for the cluster to place the learners before giving up with an error.
+PLACEMENT_TIMEOUT_S = 60
+
+
+class LearnerDiedError(RuntimeError):
+    """A remote learner's process died; the other learners were stopped."""
+
+
+class LearnerGroup:
+    """Trains ``num_learners`` learners on ``offline_data`` and keeps their weights identical.
+
+    ``num_learners=0``: one learner in this process, fed by ``offline_data.start()``.
+    ``num_learners=N``: N ``LearnerWorker`` actors placed by a placement group
+    (``placement_strategy``, with ``num_cpus_per_learner``/``num_gpus_per_learner`` each), each
+    consuming its own ``streaming_split`` shard (created once, with the learners' nodes as
+    locality hints) and averaging gradients with ``torch.distributed``. ``train()`` returns one
+    figures dict per learner. A learner that dies raises ``LearnerDiedError`` naming it.
+
+    Example:
+        >>> group = LearnerGroup(config, spec, offline_data)     # doctest: +SKIP
+        >>> [r["num_updates"] for r in group.train()]            # doctest: +SKIP
+        [19, 19]
+        >>> group.stop()                                         # doctest: +SKIP
+    """
+
+    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec,
+                 offline_data: OfflineData):
+        self.config = config
+        self.offline_data = offline_data
+        self.num_learners = config.num_learners
+        self._placement_group = None
+        self._local: LearnerWorker | None = None
+        self._actors: list[ray.actor.ActorHandle] = []
+        self._module = None
+        self._module_steps = -1
+        #: Optimizer steps taken so far.
+        self.num_steps = 0
+        if self.num_learners == 0:
+            offline_data.start()
+            self._local = LearnerWorker(config, module_spec)
+            self._local.attach(offline_data.stream)
+        else:
+            self._module = module_spec.build()
+            try:
+                self._start_actors(module_spec)
+            except BaseException:
+                self.stop()
+                raise
+        self._publish_weights()
+
+    def _start_actors(self, module_spec: RLModuleSpec) -> None:
+        config, n = self.config, self.num_learners
+        cpus = learner_cpus(config.num_cpus_per_learner, n, config.num_gpus_per_learner,
+                            config.map_batches_kwargs, ray.cluster_resources())
+        gpus = config.num_gpus_per_learner
+        bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
+        cluster = ray.cluster_resources()
+        for name, amount in bundle.items():
+            if n * amount > cluster.get(name, 0):
+                raise ValueError(
+                    f"{n} learner(s) x {amount:g} {name} need {n * amount:g} {name}, but the "
+                    f"Ray cluster has {cluster.get(name, 0):g}. Lower num_learners or "
+                    f"num_{name.lower()}s_per_learner, or add {name}s to the cluster.")
+        options: list[dict[str, Any]] = [{}] * n
+        if bundle:
+            self._placement_group = placement_group([bundle] * n,
+                                                    strategy=config.placement_strategy)
+            self._wait_for_placement(bundle)
+            options = [{"scheduling_strategy": PlacementGroupSchedulingStrategy(
+                self._placement_group, placement_group_bundle_index=rank)} for rank in range(n)]
+        elif config.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
+            options = [{"scheduling_strategy": "SPREAD"}] * n
+        remote_worker = ray.remote(LearnerWorker)
+        self._actors = [
+            remote_worker.options(num_cpus=cpus, num_gpus=gpus, max_restarts=0,
+                                  **options[rank]).remote(config, module_spec)
+            for rank in range(n)
+        ]
+        dataset = self.offline_data.build(reserved_cpus=n * cpus)  # while the actors start
+        shards = dataset.streaming_split(n, equal=True, locality_hints=self._call_all("node_id"))
+        self._wait([actor.attach.remote(shard) for actor, shard in zip(self._actors, shards)])
+        if n > 1:
+            address = self._wait([self._actors[0].free_address.remote()])[0]
+            self._wait([actor.join_process_group.remote(address, rank, n)
+                        for rank, actor in enumerate(self._actors)])
+
+    def _wait_for_placement(self, bundle: dict[str, float]) -> None:
+        ready, _ = ray.wait([self._placement_group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+        if not ready:
+            self.stop()
+            raise RuntimeError(
+                f"could not place {self.num_learners} learner(s) of {bundle} each with "
+                f"strategy {self.config.placement_strategy!r} within {PLACEMENT_TIMEOUT_S} s; "
+                f"the cluster has {ray.cluster_resources()}. Lower num_learners, "
+                "num_cpus_per_learner or num_gpus_per_learner, or use placement_strategy='PACK'.")
+
+    def train(self) -> list[dict[str, Any]]:
+        """One training iteration on every learner; their figures, by rank."""
+        if self._local is not None:
+            results = [self._local.train()]
+        else:
+            results = self._call_all("train")
+        self.num_steps += results[0]["num_optimizer_steps"]
+        self._publish_weights()
+        return results
+
+    def _call_all(self, method: str, *args: Any) -> list[Any]:
+        return self._wait([getattr(actor, method).remote(*args) for actor in self._actors])
+
+    def _wait(self, refs: list[ray.ObjectRef]) -> list[Any]:
+        """The results of one call per learner; on the first failure every learner is stopped
+        (the others would wait for it in the gradient all-reduce) and the error is raised,
+        naming the learner."""
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            try:
+                ray.get(done[0])
+            except ray.exceptions.RayActorError as error:
+                rank = refs.index(done[0])
+                self._kill_actors()
+                raise LearnerDiedError(
+                    f"learner {rank} of {self.num_learners} (Ray actor {error.actor_id}) died; "
+                    "the other learners were stopped. Rebuild the algorithm, or restore it from "
+                    "its last checkpoint (Algorithm.from_checkpoint). Ray's report: "
+                    f"{error}") from error
+            except Exception:
+                self._kill_actors()
+                raise
+        return ray.get(refs)
+
+    @property
+    def module(self) -> Any:
+        """The trained module: the local learner's, or a CPU copy of learner 0's weights."""
+        if self._local is not None:
+            return self._local.learner.module
+        if self._module_steps != self.num_steps:
+            weights = self._wait([self._actors[0].get_weights.remote()])[0]
+            self._module.load_state_dict({k: torch.tensor(v) for k, v in weights.items()})
+            self._module_steps = self.num_steps
+        return self._module
+
+    def _publish_weights(self) -> None:
+        if self.offline_data.needs_module:
+            weights = (self._local.get_weights() if self._local is not None
+                       else self._wait([self._actors[0].get_weights.remote()])[0])
+            self.offline_data.publish_weights(weights, self.num_steps)
+
+    def save_state(self, path: str | Path) -> None:
+        """Writes learner 0's module and optimizer state to ``path`` (a torch file)."""
+        if self._local is not None:
+            self._local.learner.save_state(path)
+        else:
+            torch.save(self._wait([self._actors[0].get_state.remote()])[0], path)
+
+    def load_state(self, path: str | Path, num_steps: int) -> None:
+        """Loads a state written by ``save_state`` into every learner (tensors only)."""
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        self.num_steps = num_steps
+        if self._local is not None:
+            self._local.set_state(state, num_steps)
+        else:
+            self._call_all("set_state", state, num_steps)
+            self._module_steps = -1
+        self._publish_weights()
+
+    def stop(self) -> None:
+        """Stops the learners (and their data streams) and frees their placement group."""
+        if self._local is not None:
+            self._local.stop()
+        if self._actors:
+            ray.wait([actor.stop.remote() for actor in self._actors], num_returns=len(
+                self._actors), timeout=30)
+            self._kill_actors()
+        if self._placement_group is not None:
+            remove_placement_group(self._placement_group)
+            self._placement_group = None
+
+    def _kill_actors(self) -> None:
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []

@@ -1,0 +1,146 @@
+"""``LearnerWorker``: one learner and the stream of batches it trains on, in the driver or in a
+Ray actor; ``train()`` is one training iteration of that learner."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import socket
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import ray
+import torch
+import torch.distributed as dist
+
+from offline_rl.data.batch_stream import BatchStream
+from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
+from offline_rl.data.offline_data import epoch_batches
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.core.rl_module_spec import RLModuleSpec
+
+#: Seconds learners wait for each other when joining the process group.
+PROCESS_GROUP_TIMEOUT_S = 120
+
+
+class LearnerWorker:
+    """Runs ``dataset_num_iters_per_learner`` updates (``None``: one epoch of its data) per
+    ``train()`` and reports what it did.
+
+    ``LearnerGroup`` makes one in the driver (``num_learners=0``), fed by ``OfflineData``'s
+    stream, or one per Ray actor, each fed by its own ``streaming_split`` shard and joined to a
+    ``torch.distributed`` process group so all learners take the same averaged step.
+
+    Example:
+        >>> worker = LearnerWorker(config, spec)                    # doctest: +SKIP
+        >>> worker.attach(offline_data.start().stream)              # doctest: +SKIP
+        >>> worker.train()["num_updates"]                           # doctest: +SKIP
+        39
+    """
+
+    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec):
+        self.config = config
+        self.learner = config.get_default_learner_class()(config, module_spec)
+        self.stream: BatchStream | None = None
+        #: Optimizer steps taken so far (the version of the weights).
+        self.num_steps = 0
+
+    def attach(self, source: BatchStream | ray.data.DataIterator) -> None:
+        """Trains on ``source``: a running ``BatchStream``, or a shard to stream epochs of."""
+        if not isinstance(source, BatchStream):
+            source = BatchStream(lambda: source,
+                                 functools.partial(epoch_batches, config=self.config)).start()
+        self.stream = source
+
+    def train(self) -> dict[str, Any]:
+        """One iteration: updates until the planned count (or the epoch's end) and, with other
+        learners, until none of them has a batch left. Returns this learner's figures."""
+        planned = self.config.dataset_num_iters_per_learner
+        batch_size = self.config.train_batch_size_per_learner
+        stats = self.stream.stats
+        wait_before, epochs_before = stats.wait_s, stats.epochs_completed
+        updates, staleness, steps, has_data = [], [], 0, True
+        while True:
+            batch = None
+            if has_data and (planned is None or len(updates) < planned):
+                batch = self.stream.next_batch(batch_size, stop_at_epoch_end=bool(updates)
+                                               and planned is None)
+            has_data = batch is not None
+            if batch is not None and WEIGHTS_VERSION in batch:
+                staleness.append(float(np.mean(self.num_steps - batch.pop(WEIGHTS_VERSION))))
+            metrics = self.learner.update(batch)
+            if metrics is None:
+                break
+            steps += 1
+            self.num_steps += 1
+            if batch is not None:
+                updates.append(metrics)
+        return {
+            "metrics": {key: float(np.mean([u[key] for u in updates])) for key in updates[0]
+                        if key != "num_module_steps_trained"} if updates else {},
+            "num_module_steps_trained": sum(u["num_module_steps_trained"] for u in updates),
+            "num_updates": len(updates),
+            "num_updates_planned": planned,
+            "num_optimizer_steps": steps,
+            "staleness": staleness,
+            "epochs_completed": stats.epochs_completed,
+            "epochs_this_iter": stats.epochs_completed - epochs_before,
+            "rows_per_epoch": stats.epoch_rows[-1] if stats.epoch_rows else None,
+            "wait_s": stats.wait_s - wait_before,
+            "first_batch_wait_s": stats.first_batch_wait_s,
+        }
+
+    # --------------------------------------------------------------------- distributed setup
+    def node_id(self) -> str:
+        """The Ray node this worker runs on (for ``streaming_split`` locality hints)."""
+        return ray.get_runtime_context().get_node_id()
+
+    def free_address(self) -> str:
+        """``tcp://ip:port`` with a free port on this node, for the process group's store."""
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            port = probe.getsockname()[1]
+        return f"tcp://{ray.util.get_node_ip_address()}:{port}"
+
+    def join_process_group(self, address: str, rank: int, world_size: int) -> None:
+        """Joins the learners' process group (gloo on CPU, nccl on CUDA) and takes rank 0's
+        weights, so all learners start identical."""
+        backend = "nccl" if self.learner.device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, init_method=address, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=PROCESS_GROUP_TIMEOUT_S))
+        for tensor in self.learner.module.state_dict().values():
+            dist.broadcast(tensor, src=0)
+
+    # ---------------------------------------------------------------------------- state
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The module's weights as CPU numpy arrays."""
+        return numpy_state(self.learner.module)
+
+    def get_state(self) -> dict[str, Any]:
+        """Module and optimizer state, on the CPU."""
+        return _to_cpu(self.learner.get_state())
+
+    def set_state(self, state: dict[str, Any], num_steps: int) -> None:
+        """Restores ``get_state``'s state and the step count."""
+        self.learner.set_state(state)
+        self.num_steps = num_steps
+
+    def stop(self) -> None:
+        """Stops the data stream and leaves the process group."""
+        if self.stream is not None:
+            self.stream.stop()
+            self.stream = None
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to_cpu(item) for item in value)
+    return value
