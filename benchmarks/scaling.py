@@ -75,6 +75,7 @@ def main() -> None:
             .offline_data(dataset_num_iters_per_learner=None)
             .evaluation(evaluation_interval=None))
     ceiling = round(bare_torch_env_steps_per_s(base))
+    measure(base.copy(), 1)  # untimed: a fresh Ray instance's first pipeline starts its workers
     runs = [(learners, concurrency, 0) for learners in (0, 1, 2) for concurrency in (1, 2)]
     if torch.cuda.is_available():
         runs.append((1, 1, 1))
