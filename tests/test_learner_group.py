@@ -9,9 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import ray
+import torch
 from ray.data.dataset import MaterializedDataset
 
-from offline_rl import BCConfig
+from offline_rl import Algorithm, BCConfig
 from offline_rl.core.learner_group import LearnerDiedError
 from offline_rl.data.input_reader import read_input
 from tests.learners import LOG_NAME, DyingBCConfig, Log, RecordingBCConfig
@@ -200,3 +201,21 @@ def test_synced_module_loads_published_weights_every_period(ray_session):
     assert synced.version == 9
     for name, value in newer.items():
         np.testing.assert_array_equal(numpy_state(synced.module)[name], value)
+
+
+def test_checkpoint_of_remote_learners_restores_their_weights(indexed_data, ray_session,
+                                                              tmp_path):
+    config = indexed_config(indexed_data).learners(num_learners=1).offline_data(
+        dataset_num_iters_per_learner=4)
+    obs = np.random.default_rng(1).normal(size=(32, 4)).astype(np.float32)
+    with config.build() as algo:
+        algo.train()
+        path = algo.save_to_path(tmp_path / "checkpoint")
+        expected = algo.module.forward_inference(
+            {"obs": torch.from_numpy(obs)})["action_dist_inputs"]
+    local = config.copy().learners(num_learners=0)
+    with Algorithm.from_checkpoint(path, local) as restored:
+        assert restored.num_updates_lifetime == 4
+        actual = restored.module.forward_inference(
+            {"obs": torch.from_numpy(obs)})["action_dist_inputs"]
+    torch.testing.assert_close(actual, expected)

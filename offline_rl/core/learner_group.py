@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Seconds to wait for the cluster to place the learners before giving up with an error.
 PLACEMENT_TIMEOUT_S = 60
+#: Seconds to wait, after a learner fails, for the others to report whether one of them died.
+DEATH_GRACE_S = 10
 
 
 class LearnerDiedError(RuntimeError):
@@ -128,26 +130,42 @@ class LearnerGroup:
         return self._wait([getattr(actor, method).remote(*args) for actor in self._actors])
 
     def _wait(self, refs: list[ray.ObjectRef]) -> list[Any]:
-        """The results of one call per learner; on the first failure every learner is stopped
-        (the others would wait for it in the gradient all-reduce) and the error is raised,
-        naming the learner."""
+        """The results of one call per learner. On the first failure every learner is stopped
+        (the others would wait for it in the gradient all-reduce) and the error is raised; a
+        learner whose process died is named in a ``LearnerDiedError``."""
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:
                 ray.get(done[0])
-            except ray.exceptions.RayActorError as error:
-                rank = refs.index(done[0])
+            except Exception as error:
+                # A death also breaks the others' all-reduce: give their errors a moment to
+                # arrive, and report the learner that died rather than one of its peers.
+                failed = ray.wait(pending, num_returns=len(pending),
+                                  timeout=DEATH_GRACE_S)[0] if pending else []
+                rank, error = self._died(refs, [done[0], *failed]) or (refs.index(done[0]), error)
                 self._kill_actors()
-                raise LearnerDiedError(
-                    f"learner {rank} of {self.num_learners} (Ray actor {error.actor_id}) died; "
-                    "the other learners were stopped. Rebuild the algorithm, or restore it from "
-                    "its last checkpoint (Algorithm.from_checkpoint). Ray's report: "
-                    f"{error}") from error
-            except Exception:
-                self._kill_actors()
-                raise
+                if isinstance(error, ray.exceptions.RayActorError):
+                    raise LearnerDiedError(
+                        f"learner {rank} of {self.num_learners} (Ray actor {error.actor_id}) "
+                        "died; the other learners were stopped. Rebuild the algorithm, or "
+                        "restore it from its last checkpoint (Algorithm.from_checkpoint). "
+                        f"Ray's report: {error}") from error
+                raise error
         return ray.get(refs)
+
+    @staticmethod
+    def _died(refs: list[ray.ObjectRef],
+              finished: list[ray.ObjectRef]) -> tuple[int, Exception] | None:
+        """The rank and error of the first learner among ``finished`` whose actor died."""
+        for ref in finished:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError as error:
+                return refs.index(ref), error
+            except Exception:
+                continue
+        return None
 
     @property
     def module(self) -> Any:

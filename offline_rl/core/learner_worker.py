@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.core.rl_module_spec import RLModuleSpec
 
-#: Seconds learners wait for each other when joining the process group.
-PROCESS_GROUP_TIMEOUT_S = 120
+#: Seconds a learner waits for the others in a collective (joining, or their gradients while
+#: their data is still being read). A learner that dies is caught sooner by ``LearnerGroup``.
+PROCESS_GROUP_TIMEOUT_S = 1800
 
 
 class LearnerWorker:
@@ -49,10 +50,11 @@ class LearnerWorker:
 
     def attach(self, source: BatchStream | ray.data.DataIterator) -> None:
         """Trains on ``source``: a running ``BatchStream``, or a shard to stream epochs of."""
-        if not isinstance(source, BatchStream):
-            source = BatchStream(lambda: source,
-                                 functools.partial(epoch_batches, config=self.config)).start()
-        self.stream = source
+        if isinstance(source, BatchStream):
+            self.stream = source
+            return
+        self.stream = BatchStream(lambda: source,
+                                  functools.partial(epoch_batches, config=self.config)).start()
 
     def train(self) -> dict[str, Any]:
         """One iteration: updates until the planned count (or the epoch's end) and, with other
