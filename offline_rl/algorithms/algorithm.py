@@ -85,7 +85,6 @@ class Algorithm:
             raise
         self.iteration = 0
         self.num_env_steps_trained_lifetime = 0
-        self.num_updates_lifetime = 0
         self._train_time_s = 0.0
         self.build_time_s = time.perf_counter() - started
 
@@ -96,6 +95,11 @@ class Algorithm:
             observation_space = observation_space or self.evaluator.observation_space
             action_space = action_space or self.evaluator.action_space
         return observation_space, action_space
+
+    @property
+    def num_updates_lifetime(self) -> int:
+        """Optimizer steps taken so far (all learners take the same ones)."""
+        return self.learner_group.num_steps
 
     @property
     def module(self) -> Any:
@@ -116,7 +120,6 @@ class Algorithm:
         optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1
         self.num_env_steps_trained_lifetime += steps
-        self.num_updates_lifetime += optimizer_steps
         elapsed = time.perf_counter() - started
         self._train_time_s += elapsed
         result: dict[str, Any] = {
@@ -186,7 +189,6 @@ class Algorithm:
                                       state["num_updates_lifetime"])
         self.iteration = state["training_iteration"]
         self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
-        self.num_updates_lifetime = state["num_updates_lifetime"]
 
     @classmethod
     def from_checkpoint(cls, path: str | Path,

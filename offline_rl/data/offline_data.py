@@ -44,11 +44,11 @@ class OfflineData:
 
     Construction checks local Parquet input (paths, columns, observation shape) without starting
     any Ray work. ``start()`` builds the pipeline in a background thread for one local learner,
-    so the caller can build its learner meanwhile; ``build()`` instead returns the dataset,
-    for remote learners to split. With
-    ``materialize_mapped_data=True`` (the default) the mapped data is kept in Ray's object store
-    after the first pass, and later epochs only re-shuffle it. When the learner connector
-    ``needs_module``, the learners ``publish_weights`` for the PreLearners.
+    so the caller can build its learner meanwhile; ``build()`` instead returns the dataset, for
+    remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
+    data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
+    it. When the learner connector ``needs_module``, the learners ``publish_weights`` for the
+    PreLearners.
 
     Example:
         >>> data = OfflineData(config, (observation_space, action_space))  # doctest: +SKIP
