@@ -8,6 +8,7 @@ import json
 import math
 import sys
 import time
+import traceback
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,22 @@ THROUGHPUT_WINDOW = 20
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``offline-rl`` console script."""
+    """Entry point of the ``offline-rl`` console script.
+
+    An error about the data, config or cluster ends the command with exit status 2 and the
+    message as the last line on stderr; ``--verbose`` prints the traceback (Ray's included)."""
     args = _parser().parse_args(argv)
-    return args.command(args)
+    try:
+        return args.command(args)
+    except Exception as error:
+        from offline_rl.errors import OfflineRLError
+
+        if not isinstance(error, OfflineRLError):
+            raise
+        if args.verbose:
+            traceback.print_exception(error)
+        print(f"offline-rl: error: {error}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,10 +53,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="offline-rl", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true",
+                        help="on errors, print the whole traceback (Ray's included)")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     train = commands.add_parser(
-        "train", help="train an algorithm from a YAML config",
+        "train", parents=[common],
+        help="train an algorithm from a YAML config",
         description="Train from a YAML config (sections: environment, training, learners, "
                     "offline_data, evaluation, rl_module, debugging; see configs/). Writes "
                     "progress.csv and result.json (one row/line per iteration, ready to plot) "
@@ -57,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(
-        "evaluate", help="play a checkpoint's policy in its env",
+        "evaluate", parents=[common],
+        help="play a checkpoint's policy in its env",
         description="Run a trained policy greedily in the env it was trained for and print the "
                     "episode returns (no Ray needed).")
     evaluate.add_argument("checkpoint", type=Path, help="checkpoint folder written by train")
@@ -68,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", help="reference datasets from scripted experts")
     dataset_commands = datasets.add_subparsers(title="commands", required=True, metavar="COMMAND")
     make = dataset_commands.add_parser(
-        "make", help="record a reference dataset (env x tier)",
+        "make", parents=[common],
+        help="record a reference dataset (env x tier)",
         description="Record a scripted behaviour policy in a gymnasium env, D4RL-style: tier "
                     "'random', 'medium', 'expert' or 'mixed' (one of the three per episode). "
                     "Writes Parquet in RLlib's layout with the behaviour policy's action_logp "
@@ -83,7 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     make.set_defaults(command=_make_dataset)
 
     record = commands.add_parser(
-        "record", help="record a trained policy (or checkpoint) to Parquet with Ray actors",
+        "record", parents=[common],
+        help="record a trained policy (or checkpoint) to Parquet with Ray actors",
         description="Play a checkpoint's policy (sampling its action distribution) in the "
                     "config's env across env_runners.num_env_runners Ray actors and write the "
                     "complete episodes with the config's offline_data output options.")
@@ -94,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
     record.set_defaults(command=_record)
 
     convert = commands.add_parser(
-        "convert", help="convert tabular Parquet or legacy JSON to the episodes format",
+        "convert", parents=[common],
+        help="convert tabular Parquet or legacy JSON to the episodes format",
         description="Group tabular rows by eps_id (ordered by t) or split legacy SampleBatch "
                     "JSON lines into episodes, with Ray Data, and write the episodes format.")
     convert.add_argument("input", help="input folder, file or glob")
@@ -106,12 +128,16 @@ def _parser() -> argparse.ArgumentParser:
     convert.set_defaults(command=_convert)
 
     inspect = commands.add_parser(
-        "inspect", help="format, schema, episodes, steps and return statistics of a dataset",
+        "inspect", parents=[common],
+        help="format, schema, episodes, steps and return statistics of a dataset",
         description="Detect a dataset's format and print its schema, episode and step counts "
                     "and return statistics as JSON; --plot writes a returns histogram (PNG).")
     inspect.add_argument("path", help="dataset folder or file")
     inspect.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
                          help="write a histogram of episode returns")
+    inspect.add_argument("--env", default=None, metavar="ENV_ID",
+                         help="gymnasium env whose Box action space actions are counted "
+                              "against (actions_out_of_bounds; episodes carry their own)")
     inspect.set_defaults(command=_inspect)
     return parser
 
@@ -119,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
     config = AlgorithmConfig.from_yaml(args.config)
@@ -129,6 +156,7 @@ def _train(args: argparse.Namespace) -> int:
     output = args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    start_ray(verbose=args.verbose)
     algo = config.build()
     reached = None
     with algo, _ResultWriter(output) as writer, tqdm(total=args.max_iterations, unit="iter",
@@ -250,7 +278,7 @@ def _record(args: argparse.Namespace) -> int:
     config = AlgorithmConfig.from_yaml(args.config)
     if args.output:
         config.offline_data(output=args.output)
-    start_ray()
+    start_ray(verbose=args.verbose)
     with Recorder(config, str(args.checkpoint)) as recorder:
         stats = recorder.record(args.episodes)
         stats["files"] = len(recorder.stop())
@@ -262,7 +290,7 @@ def _convert(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.recording.convert import sample_batches_to_episodes, tabular_to_episodes
 
-    start_ray()
+    start_ray(verbose=args.verbose)
     convert = tabular_to_episodes if args.source == "tabular" else sample_batches_to_episodes
     summary = convert(args.input, args.output,
                       incomplete="drop" if args.drop_incomplete else "error")
@@ -273,7 +301,13 @@ def _convert(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from offline_rl.inspection import inspect_dataset, plot_returns
 
-    report = inspect_dataset(args.path)
+    action_space = None
+    if args.env is not None:
+        import gymnasium as gym
+
+        with gym.make(args.env) as env:
+            action_space = env.action_space
+    report = inspect_dataset(args.path, action_space=action_space)
     if args.plot is not None:
         plot_returns(report["returns"], str(args.plot), title=args.path)
     print(json.dumps({key: value for key, value in report.items() if key != "returns"}))

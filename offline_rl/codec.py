@@ -1,15 +1,19 @@
 """Episode states to and from the msgpack bytes RLlib stores in the episodes ``item`` column.
 
-Packing is exactly RLlib's (``msgpack`` with ``msgpack_numpy.encode``). Unpacking decodes
-msgpack-numpy's array, numpy-scalar and complex maps with our own hook, which builds arrays from
-raw bytes and refuses object arrays: msgpack-numpy would unpickle those, running whatever code the
-file carries.
+Packing is exactly RLlib's (``msgpack`` with ``msgpack_numpy.encode``), in the layout RLlib's
+recordings have: every column buffer un-finalized, its data a list of per-step items (RLlib packs
+episodes before ``to_numpy``, and its ``from_state`` cannot measure a finalized list of infos).
+Unpacking decodes msgpack-numpy's array, numpy-scalar and complex maps with our own hook, which
+builds arrays from raw bytes and refuses object arrays: msgpack-numpy would unpickle those,
+running whatever code the file carries.
 
 Example:
     >>> import numpy as np
-    >>> data = pack_episode_state({"obs": np.arange(3, dtype=np.float32), "t": 3})
-    >>> unpack_episode_state(data)
-    {'obs': array([0., 1., 2.], dtype=float32), 't': 3}
+    >>> buffer = {"data": np.arange(3, dtype=np.float32), "lookback": 0, "finalized": True,
+    ...           "space": None}
+    >>> state = unpack_episode_state(pack_episode_state({"rewards": buffer, "t": 3}))
+    >>> state["rewards"]["data"], state["rewards"]["finalized"], state["t"]
+    ([np.float32(0.0), np.float32(1.0), np.float32(2.0)], False, 3)
 """
 
 from __future__ import annotations
@@ -20,10 +24,25 @@ import msgpack
 import msgpack_numpy
 import numpy as np
 
+#: The episode state's column buffers (besides ``extra_model_outputs``, a dict of them).
+BUFFER_FIELDS = ("observations", "actions", "rewards", "infos")
+
 
 def pack_episode_state(state: dict) -> bytes:
-    """Packs an episode state dict the way RLlib writes it (byte-identical)."""
+    """Packs an episode state dict the way RLlib writes it, buffers as lists (the caller's
+    state is not changed)."""
+    state = dict(state)
+    for field in BUFFER_FIELDS:
+        if isinstance(state.get(field), dict):
+            state[field] = _as_list_buffer(state[field])
+    if state.get("extra_model_outputs"):
+        state["extra_model_outputs"] = {key: _as_list_buffer(buffer) for key, buffer
+                                        in state["extra_model_outputs"].items()}
     return msgpack.packb(state, default=msgpack_numpy.encode)
+
+
+def _as_list_buffer(buffer: dict) -> dict:
+    return {**buffer, "data": list(buffer["data"]), "finalized": False}
 
 
 def unpack_episode_state(data: bytes, *, where: str = "") -> dict:

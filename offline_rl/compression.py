@@ -5,8 +5,10 @@ RLlib's ``pack`` stores an array as ``base64(lz4.frame(pickle(array)))``. Unpick
 so ``unpack_rllib`` admits only the handful of numpy globals such a pickle names, each replaced
 by a stand-in that rebuilds the array from its dtype string, byte order, shape and raw bytes;
 numpy's own ``__setstate__`` never sees the data, and object and structured dtypes are refused.
-``pack_array`` writes a magic prefix, a JSON header (dtype, shape) and the LZ4-framed raw bytes;
-the header is JSON, not msgpack, so no msgpack hook (``msgpack_numpy.patch()``) ever sees it.
+``pack_rllib`` writes RLlib's format (recordings write it, so that RLlib reads them).
+``pack_array``, for data only offline-rl reads, needs no pickle at all: a magic prefix, a JSON
+header (dtype, shape) and the LZ4-framed raw bytes; the header is JSON, not msgpack, so no msgpack
+hook (``msgpack_numpy.patch()``) ever sees it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.errors import DataFormatError
 
 #: Prefix of values written by ``pack_array``.
 MAGIC = b"ORLZ1"
@@ -206,6 +208,26 @@ def unpack_rllib(value: str | bytes, where: str) -> np.ndarray:
     return result
 
 
+def pack_rllib(array: np.ndarray) -> str:
+    """Packs an array the way RLlib's ``pack`` does (``base64(lz4.frame(pickle(array)))``), so
+    that RLlib reads the column; the pickle holds nothing but the array, and ``unpack_rllib``
+    reads it back without running code.
+
+    Example:
+        >>> import numpy as np
+        >>> text = pack_rllib(np.arange(3, dtype=np.float32))
+        >>> text.startswith(RLLIB_PREFIX), unpack_rllib(text, where="example")
+        (True, array([0., 1., 2.], dtype=float32))
+    """
+    array = np.asarray(array)
+    if array.dtype.kind not in _KINDS:
+        raise CompressedDataError(
+            f"pack_rllib cannot store dtype {array.dtype}: only bool, int, float, complex, bytes "
+            "and str arrays are supported; convert the data to one of these first")
+    frame = _LZ4.compress(pickle.dumps(array, protocol=5), asbytes=True)
+    return base64.b64encode(frame).decode("ascii")
+
+
 def pack_array(array: np.ndarray) -> bytes:
     """Packs an array (bool, int, float, complex, bytes or str dtype) without pickle.
 
@@ -255,6 +277,25 @@ def _header(text: bytes) -> tuple[np.dtype, tuple[int, ...]]:
     if not all(type(length) is int and length >= 0 for length in shape):
         raise ValueError(f"invalid shape {header['shape']!r}")
     return dtype, shape
+
+
+def looks_compressed(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a column holds compressed arrays (RLlib's text or ``pack_array``'s bytes), told
+    by its type (binary or string) and its first value's prefix.
+
+    Example:
+        >>> import numpy as np, pyarrow as pa
+        >>> looks_compressed(pa.array([pack_rllib(np.zeros(2))])), looks_compressed(pa.array(["1"]))
+        (True, False)
+    """
+    kind = column.type
+    if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)) or len(column) == 0:
+        return False
+    first = column[0].as_py()
+    if isinstance(first, str):
+        return first.startswith((RLLIB_PREFIX, MAGIC_BASE64))
+    return isinstance(first, bytes) and first.startswith((MAGIC, RLLIB_PREFIX.encode()))
 
 
 def decompress_value(value: str | bytes, where: str) -> np.ndarray:

@@ -396,6 +396,10 @@ class SingleAgentEpisode:
         missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
         if missing:
             raise ValueError(f"episode state is missing {missing}")
+        for flag in ("is_terminated", "is_truncated"):
+            if not isinstance(state[flag], bool | np.bool_):
+                raise ValueError(f"episode state field {flag!r} must be a bool, got "
+                                 f"{type(state[flag]).__name__} {state[flag]!r}")
         extra_states = state["extra_model_outputs"] or {}
         if not isinstance(extra_states, dict):
             raise ValueError("episode state field 'extra_model_outputs' must be a dict, got "

@@ -28,6 +28,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,9 +38,11 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
+from offline_rl.data.checks import check_actions
 from offline_rl.data.episode_input import decode_episode
 from offline_rl.data.input_reader import filesystem_path, is_uri, resolve_filesystem
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.data.tabular import column_to_numpy
+from offline_rl.errors import DataFormatError
 
 #: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
 CARD_NAME = "dataset.json"
@@ -104,7 +107,8 @@ def find_data_files(path: str, filesystem: pafs.FileSystem,
 
 
 def inspect_dataset(path: str, *, input_read_method: str | None = None,
-                    filesystem: str | pafs.FileSystem | None = None) -> dict[str, Any]:
+                    filesystem: str | pafs.FileSystem | None = None,
+                    action_space: gym.Space | None = None) -> dict[str, Any]:
     """Format, schema, episode count and return statistics of the dataset at ``path``.
 
     The format is ``"episodes"`` (Parquet with a binary ``item`` column), ``"tabular"`` (other
@@ -114,6 +118,8 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     ``schema`` (column -> type), ``episodes``, ``steps``, ``incomplete_episodes`` (neither
     terminated nor truncated), ``return_mean``/``_std``/``_min``/``_max``, ``episode_len_mean``
     and ``returns`` (one per episode; an incomplete episode counts with the return so far).
+    ``actions_out_of_bounds`` counts the actions outside a ``Box`` action space (``action_space``,
+    or each episode's own in the episodes format; ``None`` when there is no ``Box`` space).
     Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
     fields are ``None`` and ``returns`` is empty.
 
@@ -137,30 +143,44 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
             f"{path!r} holds {len(parquet)} Parquet and {len(files) - len(parquet)} JSON files; "
             "pass input_read_method='read_parquet' or 'read_json' to say which to inspect")
     if not parquet:
-        summary = _inspect_json(files, fs)
+        summary = _inspect_json(files, fs, action_space)
     else:
         schema = pq.read_schema(files[0], filesystem=fs)
         item = schema.field("item").type if "item" in schema.names else None
         if item is not None and (pa.types.is_binary(item) or pa.types.is_large_binary(item)):
-            summary = _inspect_episodes(files, fs, schema)
+            summary = _inspect_episodes(files, fs, schema, action_space)
         else:
-            summary = _inspect_tabular(files, fs, schema)
+            summary = _inspect_tabular(files, fs, schema, action_space)
     return {"path": path, "format": summary["format"], "files": len(files),
             "schema": summary["schema"], "episodes": summary["episodes"],
             "steps": summary["steps"], "incomplete_episodes": summary["incomplete_episodes"],
+            "actions_out_of_bounds": summary["actions_out_of_bounds"],
             **_statistics(summary), "returns": summary["returns"]}
 
 
-def _inspect_tabular(files: list[str], fs: pafs.FileSystem,
-                     schema: pa.Schema) -> dict[str, Any]:
+def _out_of_bounds(actions: np.ndarray, space: gym.Space | None, where: str) -> int | None:
+    """How many actions lie outside a ``Box`` action space (``None`` for other spaces)."""
+    if not isinstance(space, gym.spaces.Box):
+        return None
+    return int(check_actions(actions.reshape(len(actions), *space.shape), space, where).sum())
+
+
+def _inspect_tabular(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
+                     action_space: gym.Space | None) -> dict[str, Any]:
     if Columns.REWARDS not in schema.names:
         raise DataFormatError(f"{files[0]} has no column 'rewards' (columns: {schema.names}); "
                               "tabular data needs one row per timestep with a 'rewards' column")
     dataset = pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
-    wanted = [name for name in (Columns.EPS_ID, Columns.REWARDS, Columns.TERMINATEDS,
-                                Columns.TRUNCATEDS, _DONES) if name in schema.names]
+    wanted = [name for name in (Columns.EPS_ID, Columns.ACTIONS, Columns.REWARDS,
+                                Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES)
+              if name in schema.names]
     table = dataset.to_table(columns=wanted)
-    summary = {"format": "tabular", "schema": _schema_types(schema), "steps": table.num_rows}
+    outside = None
+    if Columns.ACTIONS in table.column_names:
+        actions = column_to_numpy(table.column(Columns.ACTIONS), Columns.ACTIONS)
+        outside = _out_of_bounds(actions, action_space, files[0])
+    summary = {"format": "tabular", "schema": _schema_types(schema), "steps": table.num_rows,
+               "actions_out_of_bounds": outside}
     if Columns.EPS_ID not in schema.names:
         return {**summary, "episodes": None, "incomplete_episodes": None, "returns": []}
     done = pa.array(np.zeros(table.num_rows, dtype=bool))
@@ -183,9 +203,9 @@ def _per_episode(eps_ids: pa.Array | pa.ChunkedArray, rewards: pa.Array | pa.Chu
             "returns": grouped["rewards_sum"].to_pylist()}
 
 
-def _inspect_episodes(files: list[str], fs: pafs.FileSystem,
-                      schema: pa.Schema) -> dict[str, Any]:
-    returns, steps, incomplete = [], 0, 0
+def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
+                      action_space: gym.Space | None) -> dict[str, Any]:
+    returns, steps, incomplete, outside = [], 0, 0, None
     for file in files:
         with fs.open_input_file(file) as stream:
             for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
@@ -194,12 +214,18 @@ def _inspect_episodes(files: list[str], fs: pafs.FileSystem,
                     returns.append(episode.get_return())
                     steps += len(episode)
                     incomplete += not episode.is_done
+                    counted = _out_of_bounds(np.asarray(episode.get_actions()),
+                                             action_space or episode.action_space, file)
+                    if counted is not None:
+                        outside = (outside or 0) + counted
     return {"format": "episodes", "schema": _schema_types(schema), "steps": steps,
-            "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns}
+            "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns,
+            "actions_out_of_bounds": outside}
 
 
-def _inspect_json(files: list[str], fs: pafs.FileSystem) -> dict[str, Any]:
-    ids, rewards, done, schema = [], [], [], {}
+def _inspect_json(files: list[str], fs: pafs.FileSystem,
+                  action_space: gym.Space | None) -> dict[str, Any]:
+    ids, rewards, done, schema, outside = [], [], [], {}, None
     for file in files:
         for line_number, row in json_lines(file, fs):
             where = f"{file}, line {line_number}"
@@ -215,6 +241,10 @@ def _inspect_json(files: list[str], fs: pafs.FileSystem) -> dict[str, Any]:
             if len(row_ids) != size or len(flags) != size:
                 raise DataFormatError(f"{where}: fields eps_id, rewards and the done flags have "
                                       "different lengths; each needs one value per timestep")
+            if Columns.ACTIONS in row:
+                counted = _out_of_bounds(_json_field(row, Columns.ACTIONS, where), action_space,
+                                         where)
+                outside = None if counted is None else (outside or 0) + counted
             ids.extend(str(value) for value in row_ids)
             rewards.append(row_rewards.astype(np.float64))
             done.append(flags)
@@ -222,7 +252,8 @@ def _inspect_json(files: list[str], fs: pafs.FileSystem) -> dict[str, Any]:
     per_episode = _per_episode(pa.array(ids, pa.string()),
                                pa.array(np.concatenate(rewards) if rewards else [], pa.float64()),
                                pa.array(np.concatenate(done) if done else [], pa.bool_()))
-    return {"format": "sample_batch_json", "schema": schema, "steps": steps, **per_episode}
+    return {"format": "sample_batch_json", "schema": schema, "steps": steps,
+            "actions_out_of_bounds": outside, **per_episode}
 
 
 def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, dict]]:

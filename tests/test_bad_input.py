@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -12,8 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offline_rl import OfflineData
-from offline_rl.data.tabular import DataFormatError
+from offline_rl import OfflineData, OfflinePreLearner, SingleAgentEpisode
+from offline_rl.codec import pack_episode_state
+from offline_rl.data.episode_input import decode_episode
+from offline_rl.data.offline_data import SAMPLE_ROWS
+from offline_rl.errors import DataFormatError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 pytestmark = pytest.mark.timeout(120)
@@ -32,16 +40,18 @@ def rows(count: int = 8, **overrides) -> pa.Table:
 
 
 def first_batch_error(config, tmp_path, table: pa.Table, *, batch_size: int = 4) -> str:
+    """The message of the ``DataFormatError`` that building the data stream (checking the first
+    rows in this process) or taking its first batch (through the pipeline) raises."""
     pq.write_table(table, tmp_path / "part.parquet")
     config = config.training(train_batch_size_per_learner=batch_size).offline_data(
         input_=str(tmp_path))
-    data = OfflineData(config, SPACES).start()
-    try:
-        with pytest.raises(Exception) as error:
+    with pytest.raises(DataFormatError) as error:
+        data = OfflineData(config, SPACES).start()
+        try:
             data.sample()
-        return str(error.value)
-    finally:
-        data.stop()
+        finally:
+            data.stop()
+    return str(error.value)
 
 
 def test_column_mapped_by_schema_but_absent(tmp_path, bc_config):
@@ -81,7 +91,7 @@ def test_nonfinite_rows_can_be_dropped_and_counted(ray_session, tmp_path, bc_con
     try:
         batch = data.sample()
         assert sorted(batch["obs"][:, 0] // 4) == [0, 1, 2, 3, 4, 6, 7]
-        assert data.dropped(wait=True) == {"nonfinite_rows": 1}
+        assert data.counts(wait=True) == {"nonfinite_rows": 1}
     finally:
         data.stop()
 
@@ -117,3 +127,167 @@ def test_crafted_pickle_in_a_compressed_column_is_refused_without_running(
     message = first_batch_error(config, data_dir, table)
     assert "refusing to load posix.system" in message and "column 'obs'" in message
     assert not marker.exists()
+
+
+# --- types, ranges and the same checks for every format ------------------------------------
+@pytest.mark.parametrize(("column", "values", "expected"), [
+    ("rewards", ["abc"] * 8, r"column 'rewards' holds strings \('abc' in row 0\).*numbers"),
+    ("terminateds", ["False"] * 8, r"column 'terminateds' holds strings.*booleans"),
+    ("actions", ["1"] * 8, r"column 'actions' holds strings.*numbers"),
+])
+def test_strings_are_never_read_as_numbers_or_flags(tmp_path, bc_config, column, values,
+                                                    expected):
+    message = first_batch_error(bc_config, tmp_path, rows(**{column: values}))
+    assert re.search(expected, message), message
+    assert "part.parquet" in message
+
+
+def test_observations_too_large_for_float32_are_named(tmp_path, bc_config):
+    observations = np.zeros((8, 4))
+    observations[6, 1] = 1e300
+    message = first_batch_error(bc_config, tmp_path, rows(obs=observations.tolist()))
+    assert "part.parquet" in message and "column 'obs'" in message
+    assert "value 1e+300 in row 6 is too large for the observation space's dtype float32" in message
+
+
+def test_ragged_observations_are_named(tmp_path, bc_config):
+    ragged = [[0.0, 1.0, 2.0, 3.0]] * 5 + [[0.0, 1.0, 2.0]] + [[0.0, 1.0, 2.0, 3.0]] * 2
+    message = first_batch_error(bc_config, tmp_path, rows(obs=ragged))
+    assert "column 'obs' is ragged: row 0 has 4 values but row 5 has 3" in message
+
+
+def write_format(folder: Path, source: str, defect: str) -> dict:
+    """One small CartPole dataset in ``source``'s format with one ``defect``; the config
+    options that read it."""
+    steps = 10
+    actions = np.zeros(steps, np.int64)
+    rewards = np.ones(steps)
+    if defect == "nan_reward":
+        rewards[4] = np.nan
+    elif defect == "discrete_action_outside":
+        actions[4] = 3
+    elif defect == "string_rewards":
+        rewards = np.array(["abc"] * steps)
+    observations = np.zeros((steps + 1, 4), np.float32)
+    folder.mkdir()
+    if source == "episodes":
+        state = SingleAgentEpisode("e0", observations=observations, actions=actions,
+                                   rewards=rewards, terminated=True,
+                                   len_lookback_buffer=0).to_numpy().get_state()
+        pq.write_table(pa.table({"item": [pack_episode_state(state)]}),
+                       folder / "part.parquet")
+        return {"input_read_episodes": True}
+    columns = {"eps_id": ["e0"] * steps, "t": list(range(steps)),
+               "obs": observations[:-1].tolist(), "new_obs": observations[1:].tolist(),
+               "actions": actions.tolist(), "rewards": rewards.tolist(),
+               "terminateds": [False] * (steps - 1) + [True]}
+    if source == "tabular":
+        pq.write_table(pa.table(columns), folder / "part.parquet")
+        return {}
+    line = {"type": "SampleBatch", **columns, "eps_id": [0] * steps}
+    (folder / "part.json").write_text(json.dumps(line) + "\n")
+    return {"input_read_method": "read_json", "input_read_sample_batches": True}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("source", ["tabular", "episodes", "sample_batch_json"])
+@pytest.mark.parametrize(("defect", "expected"), [
+    ("nan_reward", r"column 'rewards' holds NaN or inf in row 4"),
+    ("discrete_action_outside", r"action 3 in row 4 is outside the action space Discrete\(2\)"),
+    ("string_rewards", r"column 'rewards' holds strings"),
+])
+def test_every_format_gets_the_same_checks(ray_session, tmp_path, bc_config, source, defect,
+                                           expected):
+    options = write_format(tmp_path / "data", source, defect)
+    config = bc_config.training(train_batch_size_per_learner=4).offline_data(
+        input_=str(tmp_path / "data"), **options)
+    with pytest.raises(DataFormatError, match=expected):
+        with config.build() as algo:
+            algo.train()
+
+
+def test_episode_flags_must_be_booleans(tmp_path):
+    state = SingleAgentEpisode("e0", observations=np.zeros((3, 4), np.float32), actions=[0, 1],
+                               rewards=[1.0, 1.0], terminated=True,
+                               len_lookback_buffer=0).get_state()
+    state["is_terminated"] = "False"
+    with pytest.raises(DataFormatError, match=r"a\.parquet \(column 'item'\).*'is_terminated' "
+                                              r"must be a bool, got str 'False'"):
+        decode_episode(pack_episode_state(state), "a.parquet (column 'item')")
+
+
+def test_the_same_episode_read_by_two_actors_is_counted_once(ray_session, tmp_path, bc_config):
+    import ray
+
+    from offline_rl.data.data_ledger import DataLedger
+
+    ledger = DataLedger.remote()
+    config = bc_config.training(train_batch_size_per_learner=4).offline_data(
+        input_=str(tmp_path), input_read_episodes=True)
+    episode = SingleAgentEpisode("same", observations=np.zeros((9, 4), np.float32),
+                                 actions=[0] * 8, rewards=[1.0] * 8, terminated=True,
+                                 len_lookback_buffer=0)
+    item = pack_episode_state(episode.get_state())
+    first, second = (OfflinePreLearner(config, SPACES, ledger=ledger) for _ in range(2))
+    assert len(first(pa.table({"item": [item], "path": ["a.parquet"]}))["obs"]) == 8
+    assert second(pa.table({"item": [item], "path": ["b.parquet"]})) == {}
+    assert ray.get(ledger.totals.remote()) == {"duplicate_episodes": 1}
+
+
+# --- errors reach the caller as ours --------------------------------------------------------
+def nan_beyond_the_first_rows(folder: Path) -> None:
+    """A dataset whose first rows are fine; a NaN reward waits in a later row (found only by the
+    pipeline's PreLearner actors, not by the driver's check of the first rows)."""
+    count = 600
+    rewards = [1.0] * count
+    rewards[SAMPLE_ROWS + 200] = np.nan
+    folder.mkdir()
+    pq.write_table(rows(count, eps_id=["a"] * count, rewards=rewards), folder / "part.parquet")
+
+
+@pytest.mark.timeout(120)
+def test_a_pipeline_error_is_ours_with_rays_error_as_its_cause(ray_session, tmp_path, bc_config):
+    import ray
+
+    nan_beyond_the_first_rows(tmp_path / "data")
+    config = bc_config.offline_data(input_=str(tmp_path / "data"))
+    with pytest.raises(DataFormatError) as caught:
+        with config.build() as algo:
+            algo.train()
+    message = str(caught.value)
+    assert message.startswith("rows read from")
+    assert "column 'rewards' holds NaN or inf" in message and f"t={SAMPLE_ROWS + 200}" in message
+    assert "Traceback" not in message and "DataContext" not in message
+    assert isinstance(caught.value.__cause__, ray.exceptions.RayError)
+
+
+@pytest.mark.timeout(180)
+def test_the_cli_ends_with_our_message_and_shows_rays_traceback_only_when_verbose(
+        tmp_path, bc_config):
+    nan_beyond_the_first_rows(tmp_path / "data")
+    config_file = tmp_path / "bc.yaml"
+    bc_config.offline_data(input_=str(tmp_path / "data")).to_yaml(config_file)
+    command = [sys.executable, "-m", "offline_rl.cli", "train", str(config_file),
+               "--max-iterations", "3", "--output-dir", str(tmp_path / "run")]
+    quiet = subprocess.run(command, capture_output=True, text=True, timeout=150)
+    assert quiet.returncode == 2
+    last_line = quiet.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("offline-rl: error: rows read from")
+    assert "column 'rewards' holds NaN or inf" in last_line
+    assert "Traceback" not in quiet.stderr
+
+
+def test_verbose_cli_prints_the_traceback(tmp_path, capsys):
+    from offline_rl.cli import main
+
+    config_file = tmp_path / "bad.yaml"
+    config_file.write_text("offline_data:\n  no_such_key: 1\n")
+    assert main(["train", str(config_file)]) == 2
+    quiet = capsys.readouterr().err
+    assert quiet.splitlines()[-1].startswith(
+        "offline-rl: error: unknown key(s) ['no_such_key'] in section 'offline_data'")
+    assert "Traceback" not in quiet
+    assert main(["train", "--verbose", str(config_file)]) == 2
+    verbose = capsys.readouterr().err
+    assert "Traceback" in verbose and "ConfigError" in verbose
+    assert verbose.splitlines()[-1] == quiet.splitlines()[-1]

@@ -26,7 +26,7 @@ from offline_rl.compression import (
     unpack_array,
     unpack_rllib,
 )
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.errors import DataFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json"
 WHERE = "file x.json, column 'obs', row 3"

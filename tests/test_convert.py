@@ -18,8 +18,8 @@ import pytest
 from offline_rl import BCConfig, OfflinePreLearner
 from offline_rl.compression import pack_array
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
-from offline_rl.data.tabular import DataFormatError
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError
 from offline_rl.inspection import inspect_dataset
 from offline_rl.recording.convert import (
     minari_to_episodes,
@@ -165,7 +165,7 @@ def test_compressed_tabular_recording_round_trips(ray_session, tmp_path):
                            compress_columns=["obs"])
     writer.add(originals)
     written = writer.flush()
-    assert pa.types.is_binary(pq.read_schema(written[0]).field("obs").type)
+    assert pa.types.is_string(pq.read_schema(written[0]).field("obs").type)
 
     subtree = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
     summary = tabular_to_episodes("tabular", "episodes", compress_columns=["obs"],

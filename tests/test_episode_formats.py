@@ -15,9 +15,9 @@ from connectors import default_learner_pipeline
 from offline_rl import BCConfig, EpisodeReplayBuffer, OfflineData, OfflinePreLearner
 from offline_rl.codec import pack_episode_state
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
-from offline_rl.data.tabular import DataFormatError
 from offline_rl.data.transitions import Transitions
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EPISODES = FIXTURES / "rllib_cartpole_episodes"
@@ -95,11 +95,11 @@ def test_every_legacy_json_line_becomes_its_episode():
 def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp_path):
     import ray
 
-    from offline_rl.data.drop_counter import DropCounter
+    from offline_rl.data.data_ledger import DataLedger
 
-    counter = DropCounter.remote()
+    counter = DataLedger.remote()
     config = episodes_config(tmp_path)
-    prelearner = OfflinePreLearner(config, SPACES, drop_counter=counter)
+    prelearner = OfflinePreLearner(config, SPACES, ledger=counter)
     episodes = [make_episode(f"e{i}", 40) for i in range(5)]
     batch = prelearner(episodes_table([*episodes, episodes[0]]))
     assert len(batch["obs"]) == 192  # 200 new timesteps -> 3 batches of 64
@@ -113,11 +113,11 @@ def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp
 def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_path, policy):
     import ray
 
-    from offline_rl.data.drop_counter import DropCounter
+    from offline_rl.data.data_ledger import DataLedger
 
-    counter = DropCounter.remote()
+    counter = DataLedger.remote()
     prelearner = OfflinePreLearner(episodes_config(tmp_path, input_nonfinite=policy), SPACES,
-                                   drop_counter=counter)
+                                   ledger=counter)
     table = episodes_table([make_episode("good", 70), make_episode("bad", 3, reward=np.nan)])
     if policy == "raise":
         with pytest.raises(DataFormatError, match=r"episode bad: column 'rewards' holds NaN.*"
@@ -175,7 +175,7 @@ def test_bc_trains_on_rllib_recordings(ray_session, source):
     config = config.offline_data(dataset_num_iters_per_learner=1)
     with config.debugging(seed=0).build() as algo:
         results = [algo.train() for _ in range(5)]
-        dropped = algo.offline_data.dropped(wait=True)
+        dropped = algo.offline_data.counts(wait=True)
     losses = [r["learners"]["default_policy"]["policy_loss"] for r in results]
     assert all(np.isfinite(losses))
     assert results[-1]["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] == 640
@@ -191,6 +191,6 @@ def test_duplicates_across_files_are_dropped_and_reported(ray_session, tmp_path)
     data = OfflineData(config, SPACES).start()
     try:
         assert len(data.sample()["obs"]) == 64
-        assert data.dropped(wait=True) == {"duplicate_episodes": 4}
+        assert data.counts(wait=True) == {"duplicate_episodes": 4}
     finally:
         data.stop()

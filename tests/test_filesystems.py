@@ -21,7 +21,7 @@ from offline_rl.data.input_reader import (
     resolve_filesystem,
     resolve_read_method,
 )
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.errors import DataFormatError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 BUCKET = "offline-rl"

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from offline_rl.codec import unpack_episode_state
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.errors import DataFormatError
 from offline_rl.inspection import inspect_dataset, plot_returns
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,6 +15,7 @@ from ray.data.dataset import MaterializedDataset
 from offline_rl import Algorithm, BCConfig
 from offline_rl.core.learner_group import LearnerDiedError
 from offline_rl.data.input_reader import read_input
+from offline_rl.errors import ResourceError
 from tests.learners import LOG_NAME, DyingBCConfig, Log, RecordingBCConfig
 
 pytestmark = pytest.mark.timeout(240)
@@ -177,7 +178,7 @@ def test_autoscaling_pool_range_and_materialized_read(indexed_data, ray_session)
 
 def test_learners_that_cannot_fit_fail_fast(indexed_data, ray_session):
     config = indexed_config(indexed_data).learners(num_learners=1, num_gpus_per_learner=1)
-    with pytest.raises(ValueError, match="1 GPU, but the Ray cluster has 0"):
+    with pytest.raises(ResourceError, match="1 GPU, but the Ray cluster has 0"):
         config.build()
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import ray
 
 from offline_rl import OfflineData
 from offline_rl.data.resources import prelearner_pool_kwargs
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 
@@ -48,13 +49,16 @@ def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):
 
 
 def test_errors_in_the_actor_pool_reach_the_caller(ray_session, tmp_path, bc_config):
-    rows = pa.table({"obs": [[0.0] * 4, [0.0, 1.0]], "new_obs": [[0.0] * 4, [0.0] * 4],
-                     "actions": [0, 1], "rewards": [1.0, 1.0], "terminateds": [False, True]})
-    pq.write_table(rows, tmp_path / "ragged.parquet")
+    good = pa.table({"obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2, "actions": [0, 1],
+                     "rewards": [1.0, 1.0], "terminateds": [False, True]})
+    pq.write_table(good, tmp_path / "a-good.parquet")  # the driver checks this first file
+    ragged = good.set_column(0, "obs", pa.array([[0.0] * 4, [0.0, 1.0]]))
+    pq.write_table(ragged, tmp_path / "b-ragged.parquet")
     data = OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES).start()
     try:
-        with pytest.raises(Exception, match="'obs' is ragged"):
+        with pytest.raises(DataFormatError, match="'obs' is ragged") as caught:
             data.sample()
+        assert isinstance(caught.value.__cause__, ray.exceptions.RayError)
     finally:
         data.stop()
 
@@ -87,9 +91,9 @@ def test_pool_defaults_fit_the_cluster_and_impossible_requests_fail():
     small = prelearner_pool_kwargs({}, {"CPU": 2}, 0)
     assert small["num_cpus"] == 1 and pool_size(small) == (1, 1)
     assert pool_size(prelearner_pool_kwargs({}, {"CPU": 16}, 4)) == (4, 4)
-    with pytest.raises(ValueError, match="needs 2 actor.*= 3.0 CPUs.*has 2"):
+    with pytest.raises(ResourceError, match="needs 2 actor.*= 3.0 CPUs.*has 2"):
         prelearner_pool_kwargs({"concurrency": 2}, {"CPU": 2}, 0)
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(ConfigError, match="batch_size"):
         prelearner_pool_kwargs({"batch_size": 64}, {"CPU": 8}, 0)
     assert pool_size(prelearner_pool_kwargs({"concurrency": (1, 4), "num_cpus": 0.5},
                                             {"CPU": 2}, 0)) == (1, 4)

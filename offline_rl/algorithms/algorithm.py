@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ import ray
 
 from offline_rl import checkpoint
 from offline_rl.core.learner_group import LearnerGroup
+from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
+from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.recording.recorder import Recorder
 
@@ -28,17 +31,25 @@ PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
 MAX_EVALUATION_ENVS = 8
 
 
-def start_ray() -> bool:
+def start_ray(*, verbose: bool = False) -> bool:
     """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance.
 
-    Returns whether this call started Ray (and so ``stop()`` should shut it down).
+    Unless ``verbose``, Ray's own log lines stay off the terminal on a normal run: Ray's driver
+    logs errors only, and Ray Data's console none (its log file in the Ray session folder still
+    gets everything; errors reach the caller as exceptions). Returns whether this call started
+    Ray (and so ``stop()`` should shut it down).
     """
     if ray.is_initialized():
         return False
+    level = logging.INFO if verbose else logging.ERROR
     if os.environ.get("RAY_ADDRESS"):
-        ray.init()
+        ray.init(logging_level=level)
     else:
-        ray.init(include_dashboard=False)
+        ray.init(include_dashboard=False, logging_level=level)
+    if not verbose:
+        for handler in logging.getLogger("ray.data").handlers:
+            if not isinstance(handler, logging.FileHandler):
+                handler.setLevel(logging.CRITICAL)
     return True
 
 
@@ -60,6 +71,7 @@ class Algorithm:
         >>> algo.stop()                                            # doctest: +SKIP
     """
 
+    @surface_errors
     def __init__(self, config: AlgorithmConfig):
         started = time.perf_counter()
         config.validate()
@@ -67,6 +79,19 @@ class Algorithm:
         self._started_ray = start_ray()
         self.evaluator = None
         self.recorder: Recorder | None = None
+        self.offline_data: OfflineData | None = None
+        self.learner_group: LearnerGroup | None = None
+        try:
+            self._build()
+        except BaseException:
+            self.stop()
+            raise
+        self.iteration = 0
+        self.num_env_steps_trained_lifetime = 0
+        self._train_time_s = 0.0
+        self.build_time_s = time.perf_counter() - started
+
+    def _build(self) -> None:
         if self.config.env is not None:
             self.evaluator = EnvEvaluator(
                 self.config.env,
@@ -77,16 +102,7 @@ class Algorithm:
         self.observation_space, self.action_space = self._spaces()
         self.offline_data = OfflineData(self.config, (self.observation_space, self.action_space))
         spec = self.config.get_rl_module_spec(self.observation_space, self.action_space)
-        self.learner_group: LearnerGroup | None = None
-        try:
-            self.learner_group = LearnerGroup(self.config, spec, self.offline_data)
-        except BaseException:
-            self.stop()
-            raise
-        self.iteration = 0
-        self.num_env_steps_trained_lifetime = 0
-        self._train_time_s = 0.0
-        self.build_time_s = time.perf_counter() - started
+        self.learner_group = LearnerGroup(self.config, spec, self.offline_data)
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
         observation_space = self.config.observation_space
@@ -106,6 +122,7 @@ class Algorithm:
         """The trained torch policy module (learner 0's weights with remote learners)."""
         return self.learner_group.module
 
+    @surface_errors
     def train(self) -> dict[str, Any]:
         """One training iteration; evaluates too when ``evaluation_interval`` says so.
 
@@ -138,7 +155,7 @@ class Algorithm:
                 "per_learner": [{key: learner[key] for key in PER_LEARNER_KEYS}
                                 for learner in per_learner],
             },
-            "data": {**_data_figures(per_learner, self.offline_data.dropped()),
+            "data": {**_data_figures(per_learner, self.offline_data.counts()),
                      "prelearner_pool": self.offline_data.pool()},
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
@@ -148,12 +165,13 @@ class Algorithm:
             result["evaluation"] = self.evaluate()
         return result
 
+    @surface_errors
     def evaluate(self) -> dict[str, Any]:
         """Runs ``evaluation_duration`` greedy episodes in the env. With
         ``offline_data(output=...)`` the episodes are instead played by the ``env_runners``
         actors, sampling the policy, and recorded to ``output``."""
         if self.evaluator is None:
-            raise ValueError("evaluate() needs an env: set config.environment(env=...)")
+            raise ConfigError("evaluate() needs an env: set config.environment(env=...)")
         started = time.perf_counter()
         if self.config.output:
             policy = copy.deepcopy(self.module).cpu()
@@ -204,7 +222,8 @@ class Algorithm:
         if self.learner_group is not None:
             self.learner_group.stop()
             self.learner_group = None
-        self.offline_data.stop()
+        if self.offline_data is not None:
+            self.offline_data.stop()
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
@@ -228,8 +247,9 @@ def _mean_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
                                  if name in learner["metrics"]])) for name in sorted(names)}
 
 
-def _data_figures(per_learner: list[dict[str, Any]], dropped: dict[str, int]) -> dict[str, Any]:
-    """The data stream's figures: totals over the learners' shards, and each learner's."""
+def _data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
+    """The data stream's figures: totals over the learners' shards, each learner's, data
+    dropped by reason, and ``Box`` actions outside the action space (kept or clipped)."""
     rows = [learner["rows_per_epoch"] for learner in per_learner]
     staleness = [value for learner in per_learner for value in learner["staleness"]]
     figures: dict[str, Any] = {
@@ -238,7 +258,8 @@ def _data_figures(per_learner: list[dict[str, Any]], dropped: dict[str, int]) ->
         "wait_s": max(learner["wait_s"] for learner in per_learner),
         "first_batch_wait_s": max((learner["first_batch_wait_s"] or 0.0)
                                   for learner in per_learner),
-        "dropped": dropped,
+        "dropped": {reason: count for reason, count in counts.items() if reason in DROP_REASONS},
+        "actions_out_of_bounds": counts.get("actions_out_of_bounds", 0),
         "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
                                                         "wait_s", "first_batch_wait_s")}
                         for learner in per_learner],

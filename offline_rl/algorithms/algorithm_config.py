@@ -13,7 +13,8 @@ import yaml
 
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
 from offline_rl.core.rl_module_spec import DefaultModelConfig, RLModuleSpec, import_object
-from offline_rl.data.checks import NONFINITE_POLICIES
+from offline_rl.data.checks import ACTION_BOUNDS_POLICIES, NONFINITE_POLICIES
+from offline_rl.errors import ConfigError
 from offline_rl.recording.writer import WRITE_METHODS
 from offline_rl.spaces import space_from_dict, space_to_dict
 
@@ -95,6 +96,7 @@ class AlgorithmConfig:
         self.input_filesystem_kwargs: dict[str, Any] = {}
         self.input_compress_columns: list[str] = []
         self.input_nonfinite = "raise"
+        self.input_action_bounds = "keep"
         self.materialize_data = False
         self.materialize_mapped_data = True
         self.map_batches_kwargs: dict[str, Any] = {}
@@ -172,6 +174,7 @@ class AlgorithmConfig:
                      input_filesystem_kwargs: dict[str, Any] = NotProvided,
                      input_compress_columns: list[str] = NotProvided,
                      input_nonfinite: str = NotProvided,
+                     input_action_bounds: str = NotProvided,
                      materialize_data: bool = NotProvided,
                      materialize_mapped_data: bool = NotProvided,
                      map_batches_kwargs: dict[str, Any] = NotProvided,
@@ -191,10 +194,13 @@ class AlgorithmConfig:
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
-        API names; see README, 'Your data'). ``input_nonfinite`` is offline-rl's own: what to do
-        with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop the
-        row or episode and count it in the results). ``dataset_num_iters_per_learner``: updates
-        per learner per ``train()``; ``None`` runs one full epoch of each learner's shard."""
+        API names; see README, 'Your data'). Two are offline-rl's own: ``input_nonfinite``, what
+        to do with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop
+        the row or episode and count it in the results); ``input_action_bounds``, what to do
+        with ``Box`` actions outside the action space, ``"keep"`` (default: RLlib records the
+        sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way.
+        ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one
+        full epoch of each learner's shard."""
         return self._set(locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -279,7 +285,7 @@ class AlgorithmConfig:
         """Raises ``ValueError`` listing every invalid field with what it must be."""
         errors = [f"{field}: {problem}" for field, problem in self._problems()]
         if errors:
-            raise ValueError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
+            raise ConfigError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
 
     def _problems(self) -> list[tuple[str, str]]:
         from offline_rl.data.input_reader import resolve_filesystem
@@ -331,6 +337,8 @@ class AlgorithmConfig:
               "set; choose the one format the data is in")
         check(self.input_nonfinite in NONFINITE_POLICIES, "input_nonfinite",
               f"must be one of {NONFINITE_POLICIES}, got {self.input_nonfinite!r}")
+        check(self.input_action_bounds in ACTION_BOUNDS_POLICIES, "input_action_bounds",
+              f"must be one of {ACTION_BOUNDS_POLICIES}, got {self.input_action_bounds!r}")
         check(isinstance(self.input_compress_columns, list | tuple), "input_compress_columns",
               f"must be a list of column names, got {self.input_compress_columns!r}")
         check(isinstance(self.input_read_method, str) or callable(self.input_read_method),
@@ -405,12 +413,12 @@ class AlgorithmConfig:
         config = config_cls()
         for section, options in values.items():
             if section not in SECTIONS:
-                raise ValueError(f"unknown config section {section!r}; sections are "
+                raise ConfigError(f"unknown config section {section!r}; sections are "
                                  f"{['algorithm', *SECTIONS]}")
             options = dict(options or {})
             unknown = sorted(set(options) - set(config._section_fields(section)))
             if unknown:
-                raise ValueError(f"unknown key(s) {unknown} in section {section!r}; valid keys: "
+                raise ConfigError(f"unknown key(s) {unknown} in section {section!r}; valid keys: "
                                  f"{config._section_fields(section)}")
             for space in ("observation_space", "action_space"):
                 if isinstance(options.get(space), dict):
@@ -423,7 +431,7 @@ class AlgorithmConfig:
         """Reads a YAML file written by ``to_yaml`` (or by hand in the same layout)."""
         values = yaml.safe_load(Path(path).read_text())
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a mapping of config sections, got "
+            raise ConfigError(f"{path}: expected a mapping of config sections, got "
                              f"{type(values).__name__}")
         return cls.from_dict(values)
 
@@ -445,7 +453,7 @@ def _yaml_safe(value: Any, where: str = "config") -> Any:
         return f"{value.__module__}:{value.__qualname__}"
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise ValueError(f"{where} = {value!r} cannot be written to YAML; give classes and "
+    raise ConfigError(f"{where} = {value!r} cannot be written to YAML; give classes and "
                      "functions as 'package.module:Name' strings")
 
 

@@ -12,6 +12,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.data.resources import learner_cpus
+from offline_rl.errors import OfflineRLError, ResourceError
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -24,7 +25,7 @@ PLACEMENT_TIMEOUT_S = 60
 DEATH_GRACE_S = 10
 
 
-class LearnerDiedError(RuntimeError):
+class LearnerDiedError(OfflineRLError, RuntimeError):
     """A remote learner's process died; the other learners were stopped."""
 
 
@@ -79,7 +80,7 @@ class LearnerGroup:
         cluster = ray.cluster_resources()
         for name, amount in bundle.items():
             if n * amount > cluster.get(name, 0):
-                raise ValueError(
+                raise ResourceError(
                     f"{n} learner(s) x {amount:g} {name} need {n * amount:g} {name}, but the "
                     f"Ray cluster has {cluster.get(name, 0):g}. Lower num_learners or "
                     f"num_{name.lower()}s_per_learner, or add {name}s to the cluster.")

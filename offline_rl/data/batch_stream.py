@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from offline_rl.errors import DataFormatError
+
 Batch = dict[str, np.ndarray]
 
 _EPOCH_END = "epoch_end"
@@ -90,7 +92,7 @@ class BatchStream:
                     if not self._put((_BATCH, batch)):
                         return
                 if rows == 0:
-                    raise ValueError("the dataset is empty: an epoch produced no rows")
+                    raise DataFormatError("the dataset is empty: an epoch produced no rows")
                 if not self._put((_EPOCH_END, rows)):
                     return
                 epoch += 1

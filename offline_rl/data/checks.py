@@ -1,9 +1,16 @@
-"""Checks of data values against the spaces: action ranges, observation shapes, finiteness.
+"""Checks of data values against the spaces: column types, observation shapes and ranges,
+actions, finiteness. One set of checks for every format (tabular, episodes, SampleBatch JSON).
 
 Every check works on whole columns (numpy arrays, one row per timestep) and raises
 ``DataFormatError`` naming where the bad value is (``where``: a file, column or episode) and how to
-fix it. ``nonfinite_rows`` instead returns a mask, so callers can drop and count such rows when
-configured with ``offline_data(input_nonfinite="drop")``.
+fix it. Two findings follow a configured policy instead of always raising:
+
+* NaN/inf in observations or rewards: ``offline_data(input_nonfinite="raise" | "drop")``;
+  ``nonfinite_rows`` returns the mask, so callers can drop and count such rows.
+* ``Box`` actions outside the space's bounds: ``offline_data(input_action_bounds="keep" | "clip"
+  | "raise")``. RLlib records the *sampled* action of a Gaussian policy and clips only what the
+  env sees, so its recordings of continuous-action envs hold such actions: the default keeps
+  them (and counts them). ``Discrete`` actions outside the space are always an error.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -12,7 +19,9 @@ Example:
     ... except DataFormatError as error:
     ...     print(str(error)[:70])
     file a.parquet: action 2 in row 2 is outside the action space Discrete
-
+    >>> box = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    >>> check_actions(np.array([[1.0], [2.5]]), box, "file a.parquet").tolist()
+    [False, True]
 """
 
 from __future__ import annotations
@@ -22,39 +31,51 @@ from collections.abc import Mapping
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.data.tabular import DataFormatError
+from offline_rl.columns import Columns
+from offline_rl.errors import DataFormatError
 
 #: Values of ``offline_data(input_nonfinite=...)``.
 NONFINITE_POLICIES = ("raise", "drop")
+#: Values of ``offline_data(input_action_bounds=...)``.
+ACTION_BOUNDS_POLICIES = ("keep", "clip", "raise")
+#: Columns an algorithm may train on: each must hold numbers (or booleans).
+NUMERIC_COLUMNS = (
+    Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS, Columns.ACTION_LOGP,
+    Columns.ACTION_PROB, Columns.ACTION_DIST_INPUTS, Columns.VF_PREDS, Columns.ADVANTAGES,
+    Columns.VALUE_TARGETS, Columns.LOSS_MASK,
+)
+#: Done-flag columns: booleans, or integers 0 and 1.
+FLAG_COLUMNS = (Columns.TERMINATEDS, Columns.TRUNCATEDS, "dones")
 
 
-def check_actions(actions: np.ndarray, space: gym.Space | None, where: str) -> None:
-    """Raises unless every action lies in the action space (Discrete range, Box shape/bounds)."""
-    if isinstance(space, gym.spaces.Discrete):
-        if actions.dtype.kind not in "iub":
-            raise DataFormatError(f"{where}: actions have dtype {actions.dtype}, but the action "
-                                  f"space {space} expects integers")
-        outside = (actions < space.start) | (actions >= space.start + space.n)
-    elif isinstance(space, gym.spaces.Box):
-        if actions.shape[1:] != space.shape:
-            raise DataFormatError(f"{where}: actions have per-row shape {actions.shape[1:]}, but "
-                                  f"the action space expects {space.shape}")
-        flat = actions.reshape(len(actions), -1)
-        outside = ((flat < space.low.reshape(-1)) | (flat > space.high.reshape(-1))).any(axis=1)
-    else:
-        return
-    if outside.any():
-        row = int(np.flatnonzero(outside)[0])
-        raise DataFormatError(
-            f"{where}: action {actions[row]} in row {row} is outside the action space {space}; "
-            "check the data or config.environment(action_space=...)"
-        )
+def check_column_types(columns: Mapping[str, np.ndarray], where: str) -> None:
+    """Raises unless every known numeric column holds numbers and every done flag booleans
+    (or 0/1 integers); strings are never parsed into numbers or flags."""
+    for name, values in columns.items():
+        if name in NUMERIC_COLUMNS and values.dtype.kind not in "biuf":
+            raise _type_error(name, values, "numbers", where)
+        if name in FLAG_COLUMNS:
+            if values.dtype.kind not in "biu":
+                raise _type_error(name, values, "booleans", where)
+            if values.dtype.kind in "iu" and ((values != 0) & (values != 1)).any():
+                row = int(np.flatnonzero((values != 0) & (values != 1))[0])
+                raise DataFormatError(f"{where}: column {name!r} holds {values[row]!r} in row "
+                                      f"{row}; done flags must be booleans (or 0 and 1)")
 
 
-def check_observations(observations: np.ndarray, space: gym.Space | None, where: str) -> None:
-    """Raises unless the per-row shape matches a Box space and the values are numeric."""
+def _type_error(name: str, values: np.ndarray, expected: str, where: str) -> DataFormatError:
+    example = f" ({values.reshape(len(values), -1)[0, 0]!r} in row 0)" if values.size else ""
+    kind = "strings" if values.dtype.kind in "USO" else f"{values.dtype} values"
+    return DataFormatError(f"{where}: column {name!r} holds {kind}{example}, but offline-rl "
+                           f"expects {expected}; convert the column when writing the data")
+
+
+def observations_as_space_dtype(observations: np.ndarray, space: gym.Space | None,
+                                where: str) -> np.ndarray:
+    """The observations cast to a ``Box`` space's dtype, after checking their per-row shape,
+    that they are numbers, and that finite values fit the dtype (no silent overflow to inf)."""
     if not isinstance(space, gym.spaces.Box):
-        return
+        return observations
     if observations.shape[1:] != space.shape:
         raise DataFormatError(
             f"{where}: observations have per-row shape {observations.shape[1:]} but the "
@@ -64,6 +85,62 @@ def check_observations(observations: np.ndarray, space: gym.Space | None, where:
     if observations.dtype.kind not in "biuf":
         raise DataFormatError(f"{where}: observations have dtype {observations.dtype}, but the "
                               f"observation space expects numbers ({space.dtype})")
+    if observations.dtype == space.dtype:
+        return observations
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = observations.astype(space.dtype)
+    if space.dtype.kind == "f" and observations.dtype.kind == "f":
+        overflow = np.isfinite(observations) & ~np.isfinite(cast)
+        if overflow.any():
+            row = int(np.flatnonzero(overflow.reshape(len(overflow), -1).any(axis=1))[0])
+            value = observations[row][overflow[row]].reshape(-1)[0]
+            raise DataFormatError(
+                f"{where}: observation value {value:g} in row {row} is too large for the "
+                f"observation space's dtype {space.dtype}; check the data (is it scaled?) or "
+                "config.environment(observation_space=...)")
+    return cast
+
+
+def check_actions(actions: np.ndarray, space: gym.Space | None, where: str) -> np.ndarray:
+    """Raises unless the actions fit the action space (``Discrete`` range and integer type,
+    ``Box`` shape and numeric type); returns the mask of ``Box`` actions outside its bounds."""
+    outside = np.zeros(len(actions), dtype=bool)
+    if isinstance(space, gym.spaces.Discrete):
+        if actions.dtype.kind not in "iub":
+            raise DataFormatError(f"{where}: actions have dtype {actions.dtype}, but the action "
+                                  f"space {space} expects integers")
+        outside = (actions < space.start) | (actions >= space.start + space.n)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise DataFormatError(
+                f"{where}: action {actions[row]} in row {row} is outside the action space "
+                f"{space}; check the data or config.environment(action_space=...)")
+    elif isinstance(space, gym.spaces.Box):
+        if actions.shape[1:] != space.shape:
+            raise DataFormatError(f"{where}: actions have per-row shape {actions.shape[1:]}, but "
+                                  f"the action space expects {space.shape}")
+        if actions.dtype.kind not in "biuf":
+            raise DataFormatError(f"{where}: actions have dtype {actions.dtype}, but the action "
+                                  f"space {space} expects numbers")
+        flat = actions.reshape(len(actions), -1)
+        outside = ((flat < space.low.reshape(-1)) | (flat > space.high.reshape(-1))).any(axis=1)
+    return outside
+
+
+def bound_actions(actions: np.ndarray, outside: np.ndarray, space: gym.Space, policy: str,
+                  where: str) -> np.ndarray:
+    """Applies ``input_action_bounds`` to the ``Box`` actions flagged ``outside``: keeps them,
+    clips them to the bounds, or raises naming the first."""
+    if not outside.any() or policy == "keep":
+        return actions
+    if policy == "clip":
+        return np.clip(actions, space.low, space.high).astype(actions.dtype, copy=False)
+    row = int(np.flatnonzero(outside)[0])
+    raise DataFormatError(
+        f"{where}: action {actions[row]} in row {row} is outside the action space {space} "
+        f"({int(outside.sum())} row(s) in all); keep such actions (RLlib records sampled "
+        "actions unclipped) with config.offline_data(input_action_bounds='keep'), or clip them "
+        "with input_action_bounds='clip'")
 
 
 def nonfinite_rows(columns: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -25,8 +25,10 @@ import numpy as np
 from offline_rl.codec import unpack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.tabular import DataFormatError, as_id
+from offline_rl.data.checks import check_column_types
+from offline_rl.data.tabular import as_id
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError
 
 #: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
 SAMPLE_BATCH_BOOKKEEPING = frozenset({
@@ -61,6 +63,7 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
             f"{sorted(row)}); legacy JSON needs obs, new_obs, actions, rewards and "
             "terminateds (or dones)"
         )
+    check_column_types(columns, where)
     size = len(columns[Columns.ACTIONS])
     uneven = {name: len(values) for name, values in columns.items() if len(values) != size}
     if uneven:

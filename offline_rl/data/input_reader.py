@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 import ray.data
 
 from offline_rl.columns import Columns
-from offline_rl.data.tabular import DataFormatError, missing_columns, resolve_schema
+from offline_rl.data.tabular import missing_columns, resolve_schema
+from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -46,29 +47,29 @@ def resolve_filesystem(filesystem: str | pafs.FileSystem | None,
     """
     kwargs = dict(kwargs or {})
     if isinstance(filesystem, pafs.FileSystem) and kwargs:
-        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) are not used with a "
+        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) are not used with a "
                          "pyarrow.fs.FileSystem instance as input_filesystem; configure the "
                          "instance itself, or set input_filesystem to one of "
                          f"{sorted(FILESYSTEMS)}")
     if filesystem is None and kwargs:
-        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) need input_filesystem: "
+        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) need input_filesystem: "
                          f"set it to one of {sorted(FILESYSTEMS)}")
     if filesystem is None or isinstance(filesystem, pafs.FileSystem):
         return filesystem
     if not isinstance(filesystem, str) or filesystem not in FILESYSTEMS:
-        raise ValueError(
+        raise ConfigError(
             f"input_filesystem={filesystem!r} is not supported; use one of {sorted(FILESYSTEMS)}, "
             "a pyarrow.fs.FileSystem instance, or None to infer it from the paths"
         )
     name = FILESYSTEMS[filesystem]
     cls = getattr(pafs, name, None)
     if cls is None:
-        raise ValueError(f"input_filesystem={filesystem!r} needs pyarrow.fs.{name}, which this "
+        raise ConfigError(f"input_filesystem={filesystem!r} needs pyarrow.fs.{name}, which this "
                          "pyarrow build lacks; install a pyarrow wheel built with it")
     try:
         return cls(**kwargs)
     except TypeError as error:  # an unknown keyword; values are not shown (they hold secrets)
-        raise ValueError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) do not fit "
+        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) do not fit "
                          f"pyarrow.fs.{name}: {error}") from error
 
 
@@ -101,7 +102,7 @@ def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
         matches = (_glob_local(path) if filesystem is None
                    else _glob_filesystem(path, filesystem))
         if not matches:
-            raise FileNotFoundError(f"input_ pattern {path!r} matches no files or folders; fix "
+            raise DataNotFoundError(f"input_ pattern {path!r} matches no files or folders; fix "
                                     "the pattern or list the paths")
         paths.extend(matches)
     return paths
@@ -138,7 +139,7 @@ def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
     if not callable(function):
         count = sum(name.startswith("read_") and callable(getattr(ray.data, name))
                     for name in dir(ray.data))
-        raise ValueError(f"input_read_method={method!r} is not one of the {count} ray.data.read_* "
+        raise ConfigError(f"input_read_method={method!r} is not one of the {count} ray.data.read_* "
                          "functions (e.g. 'read_parquet', 'read_json', 'read_csv') nor a callable "
                          "(paths, **kwargs) -> ray.data.Dataset")
     return function
@@ -168,6 +169,25 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
                 _check_readable(file)
 
 
+def first_rows(paths: list[str], filesystem: pafs.FileSystem | None,
+               num_rows: int) -> tuple[str, pa.Table] | None:
+    """The input's first file and up to ``num_rows`` of its first rows, read with pyarrow in
+    this process (``None`` for URIs left to Ray Data, and for no rows)."""
+    path = paths[0]
+    if filesystem is None and is_uri(path):
+        return None
+    fs = filesystem or pafs.LocalFileSystem()
+    located = filesystem_path(path, filesystem)
+    files = _parquet_files(path, fs, located)
+    if not files:
+        return None
+    shown = path[: len(path) - len(located)] + files[0]
+    with fs.open_input_file(files[0]) as stream:
+        batches = pq.ParquetFile(stream).iter_batches(batch_size=num_rows)
+        batch = next(batches, None)
+    return None if batch is None else (shown, pa.Table.from_batches([batch]))
+
+
 def _check_readable(file: str) -> None:
     try:
         pq.read_metadata(file)
@@ -184,13 +204,13 @@ def _parquet_files(path: str, fs: pafs.FileSystem, located: str) -> list[str]:
         listing = (fs.get_file_info(pafs.FileSelector(located, recursive=True))
                    if info.type == pafs.FileType.Directory else [])
     except FileNotFoundError as error:
-        raise FileNotFoundError(_not_found(path, fs)) from error
+        raise DataNotFoundError(_not_found(path, fs)) from error
     except OSError as error:
-        raise OSError(f"cannot read input_={path!r} through {type(fs).__name__}: {error}. Check "
-                      "the path and input_filesystem_kwargs (endpoint, credentials, region)"
-                      ) from error
+        raise DataNotFoundError(
+            f"cannot read input_={path!r} through {type(fs).__name__}: {error}. Check the path "
+            "and input_filesystem_kwargs (endpoint, credentials, region)") from error
     if info.type == pafs.FileType.NotFound:
-        raise FileNotFoundError(_not_found(path, fs))
+        raise DataNotFoundError(_not_found(path, fs))
     if info.type == pafs.FileType.File:
         return [located]
     return sorted(entry.path for entry in listing
@@ -260,11 +280,14 @@ def _row_shape(arrow_type: Any) -> tuple[int, ...] | None:
 
 
 @contextmanager
-def _quiet_read_context() -> Iterator[None]:
+def quiet_data_context() -> Iterator[None]:
     """Datasets created inside copy this context: no progress bars or execution banners (the
-    CLI shows its own), and the quicker-starting V1 Parquet reader unless the user opted in."""
+    CLI shows its own), errors raised in map functions kept as they are (not wrapped in Ray
+    Data's ``UserCodeException``, which would lose our error type), and the quicker-starting V1
+    Parquet reader unless the user opted in."""
     context = ray.data.DataContext.get_current()
-    settings = {"enable_progress_bars": False, "print_on_execution_start": False}
+    settings = {"enable_progress_bars": False, "print_on_execution_start": False,
+                "raise_original_map_exception": True}
     if DATASOURCE_V2_ENV not in os.environ:
         settings["use_datasource_v2"] = False
     saved = {name: getattr(context, name) for name in settings}
@@ -285,12 +308,12 @@ def read_input(config: AlgorithmConfig) -> ray.data.Dataset:
     kwargs = dict(config.input_read_method_kwargs)
     if filesystem is not None:
         if "filesystem" in kwargs:
-            raise ValueError("the filesystem is set twice: give it as input_filesystem or in "
+            raise ConfigError("the filesystem is set twice: give it as input_filesystem or in "
                              "input_read_method_kwargs, not both")
         kwargs["filesystem"] = filesystem
     paths = [filesystem_path(path, filesystem)
              for path in input_paths(config.input_, filesystem)]
-    with _quiet_read_context():
+    with quiet_data_context():
         dataset = read(paths, **kwargs)
     if config.materialize_data:
         dataset = dataset.materialize()

@@ -9,31 +9,37 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
+import pyarrow as pa
 import ray
 import ray.data
 
 from offline_rl.data.batch_stream import BatchStream
-from offline_rl.data.drop_counter import DropCounter
+from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.input_reader import (
     check_parquet_columns,
+    first_rows,
     input_paths,
     read_input,
     resolve_filesystem,
 )
 from offline_rl.data.module_weights import ModuleWeights
+from offline_rl.data.prelearner import PATH_COLUMN
 from offline_rl.data.resources import prelearner_pool_kwargs
+from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
+#: Rows of the first file checked in the driver before the pipeline starts.
+SAMPLE_ROWS = 256
 #: Rows per PreLearner call, in train batches, unless ``input_read_batch_size`` is set.
 ROWS_PER_PRELEARNER_CALL = 32
 #: Rows (episodes or SampleBatches) per PreLearner call for the episode formats.
 EPISODES_PER_PRELEARNER_CALL = 32
 #: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
 ROWS_PER_FETCH = 8
-#: Seconds between two requests for the PreLearners' drop counts.
-DROPS_POLL_S = 1.0
+#: Seconds between two requests for the PreLearners' counts.
+COUNTS_POLL_S = 1.0
 #: Default prefetch depth of ``iter_batches``.
 DEFAULT_PREFETCH_BATCHES = 2
 
@@ -70,8 +76,10 @@ class OfflineData:
                                   spaces[0])
         self.batch_size = config.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
+        if config.input_read_method == "read_parquet" and not config.input_read_sample_batches:
+            self._check_first_rows()
         if self.needs_module and config.materialize_mapped_data:
-            raise ValueError(
+            raise ConfigError(
                 "the learner connector needs the current module (a piece with "
                 "needs_module=True), but materialize_mapped_data=True would map the data once "
                 "with the first weights and train on those stale batches forever. Set "
@@ -80,9 +88,29 @@ class OfflineData:
         #: The mapped dataset, once built.
         self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
-        self._drops: dict[str, int] = {}
-        self._pending_drops: ray.ObjectRef | None = None
-        self._drops_asked = -DROPS_POLL_S
+        self._counts: dict[str, int] = {}
+        self._pending_counts: ray.ObjectRef | None = None
+        self._counts_asked = -COUNTS_POLL_S
+
+    def _check_first_rows(self) -> None:
+        """Maps the first rows of the first file through a PreLearner in this process, so that
+        common data errors (types, shapes, spaces, NaN) fail in a second, before any Ray work,
+        naming the file. Skipped when the learner connector needs the module."""
+        if self.needs_module:
+            return
+        sample = first_rows(self.paths, self.filesystem, SAMPLE_ROWS)
+        if sample is None:
+            return
+        file, table = sample
+        if self.reads_episodes:
+            table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
+        prelearner = self.config.resolved_prelearner_class()(config=self.config,
+                                                             spaces=self.spaces)
+        try:
+            prelearner(table)
+        except DataFormatError as error:
+            message = str(error) if file in str(error) else f"{file}: {error}"
+            raise type(error)(message) from None
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
@@ -102,7 +130,7 @@ class OfflineData:
         self._pool_kwargs = prelearner_pool_kwargs(
             self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=reserved_cpus
         )
-        self._drop_counter = DropCounter.remote()
+        self._ledger = DataLedger.remote()
         if self.needs_module:
             self.module_weights = ModuleWeights.remote()
 
@@ -117,7 +145,7 @@ class OfflineData:
             batch_size=config.input_read_batch_size or default_rows,
             batch_format="pyarrow",
             fn_constructor_kwargs={"config": config, "spaces": self.spaces,
-                                   "drop_counter": self._drop_counter,
+                                   "ledger": self._ledger,
                                    "module_weights": self.module_weights},
             **self._pool_kwargs,
         )
@@ -134,6 +162,7 @@ class OfflineData:
         return self.config.copy().offline_data(
             input_read_method_kwargs={**kwargs, "include_paths": True})
 
+    @surface_errors
     def sample(self, num_samples: int | None = None) -> dict[str, np.ndarray]:
         """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
         as a dict of numpy columns."""
@@ -141,21 +170,22 @@ class OfflineData:
             raise RuntimeError("call OfflineData.start() before sample()")
         return self.stream.next_batch(num_samples or self.batch_size)
 
-    def dropped(self, *, wait: bool = False) -> dict[str, int]:
-        """Data the PreLearners dropped so far, by reason (``duplicate_episodes``,
-        ``nonfinite_rows``, ...). With ``wait`` it asks the counter and waits for the answer;
+    def counts(self, *, wait: bool = False) -> dict[str, int]:
+        """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
+        ``duplicate_episodes``, ``nonfinite_rows``, ...) and data kept but noted
+        (``actions_out_of_bounds``). With ``wait`` it asks the ledger and waits for the answer;
         without, it never blocks: it returns the latest totals that have arrived, asking the
-        counter at most every ``DROPS_POLL_S`` seconds."""
+        ledger at most every ``COUNTS_POLL_S`` seconds."""
         if wait:
-            self._drops, self._pending_drops = ray.get(self._drop_counter.totals.remote()), None
-            return dict(self._drops)
+            self._counts, self._pending_counts = ray.get(self._ledger.totals.remote()), None
+            return dict(self._counts)
         now = time.monotonic()
-        if self._pending_drops is None and now - self._drops_asked >= DROPS_POLL_S:
-            self._pending_drops = self._drop_counter.totals.remote()
-            self._drops_asked = now
-        if self._pending_drops is not None and ray.wait([self._pending_drops], timeout=0)[0]:
-            self._drops, self._pending_drops = ray.get(self._pending_drops), None
-        return dict(self._drops)
+        if self._pending_counts is None and now - self._counts_asked >= COUNTS_POLL_S:
+            self._pending_counts = self._ledger.totals.remote()
+            self._counts_asked = now
+        if self._pending_counts is not None and ray.wait([self._pending_counts], timeout=0)[0]:
+            self._counts, self._pending_counts = ray.get(self._pending_counts), None
+        return dict(self._counts)
 
     def pool(self) -> dict[str, Any]:
         """The PreLearner actor pool as sized for the cluster: ``min_size``, ``max_size`` and

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -13,19 +13,19 @@ import ray
 
 from connectors.learner import DEFAULT_LEARNER_PIECES
 from offline_rl.columns import SCHEMA, Columns
-from offline_rl.compression import decompress_column
+from offline_rl.compression import decompress_column, looks_compressed
 from offline_rl.core.rl_module_spec import import_object
 from offline_rl.data.checks import (
+    bound_actions,
     check_actions,
-    check_observations,
+    check_column_types,
     nonfinite_error,
     nonfinite_rows,
+    observations_as_space_dtype,
 )
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.data.module_weights import WEIGHTS_VERSION, SyncedModule
 from offline_rl.data.tabular import (
-    DataFormatError,
-    is_bytes_type,
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
@@ -34,6 +34,7 @@ from offline_rl.data.tabular import (
 )
 from offline_rl.data.transitions import Transitions
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.replay_buffer import EpisodeReplayBuffer
 
 #: Bookkeeping columns episodes are built with (agent and module ids are not: single-agent).
@@ -59,8 +60,10 @@ class OfflinePreLearner:
     that many timesteps read. Subclasses override ``_map_to_episodes`` or ``__call__``
     (RLlib's extension points) and are named with ``offline_data(prelearner_class=...)``.
 
-    Episodes dropped (duplicates, empty, non-finite values with ``input_nonfinite="drop"``) are
-    counted into ``drop_counter`` (a ``DropCounter`` actor) and reported by ``Algorithm.train``.
+    Every format gets the same value checks (``offline_rl.data.checks``). Data dropped
+    (duplicate episodes, also across actors, empty ones, non-finite values with
+    ``input_nonfinite="drop"``) and ``Box`` actions outside the space are counted into
+    ``ledger`` (a ``DataLedger`` actor) and reported by ``Algorithm.train``.
     When a connector piece ``needs_module``, the PreLearner keeps a CPU copy of the module,
     refreshed from ``module_weights`` (a ``ModuleWeights`` actor), and tags each batch with the
     weights' version (column ``module_weights_version``).
@@ -77,19 +80,19 @@ class OfflinePreLearner:
     """
 
     def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], *,
-                 drop_counter: Any = None, module_weights: Any = None, **kwargs: Any):
+                 ledger: Any = None, module_weights: Any = None, **kwargs: Any):
         self.config = config
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
         self.batch_size = config.train_batch_size_per_learner
-        self.drop_counter = drop_counter
+        self.ledger = ledger
         self._learner_connector = config.build_learner_connector(*spaces)
         self._default_pipeline = all(
             type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
         self.synced_module = None
         if self._learner_connector.needs_module:
             if module_weights is None:
-                raise ValueError("the learner connector needs the module, but the PreLearner was "
+                raise ConfigError("the learner connector needs the module, but the PreLearner was "
                                  "given no module_weights to fetch it from")
             self.synced_module = SyncedModule(config.get_rl_module_spec(*spaces).build(),
                                               module_weights,
@@ -117,11 +120,12 @@ class OfflinePreLearner:
     def __call__(self, batch: pa.Table | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Rows (an Arrow table or a dict of numpy columns) -> train columns."""
         if self._reads_episodes:
-            return self._sample_episodes(self._decode(batch))
+            return self._sample_episodes(*self._decode(batch))
         table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
         rows = self._read_rows(table)
         if self._vectorized:
-            columns = rows_to_train_columns(rows, self.schema, self.observation_space)
+            columns = rows_to_train_columns(rows, self.schema, self.observation_space,
+                                            self._where)
             return self._check_transitions(columns, table)
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema,
@@ -148,18 +152,25 @@ class OfflinePreLearner:
         compressed = self._compressed | {
             self.schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
             if self.schema[field] in table.column_names
-            and is_bytes_type(table.schema.field(self.schema[field]).type)}
+            and looks_compressed(table.column(self.schema[field]))}
         rows = table_to_numpy(table, [name for name in names if name not in compressed])
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name,
                                            f"column {name!r} (input_compress_columns)")
         return rows
 
+    @property
+    def _where(self) -> str:
+        return f"rows read from {self.config.input_}"
+
     def _check_transitions(self, columns: dict[str, Any], table: pa.Table) -> dict[str, Any]:
-        where = f"rows read from {self.config.input_}"
-        check_actions(np.asarray(columns[Columns.ACTIONS]), self.action_space, where)
+        where = self._where
         values = {name: np.asarray(columns[name])
-                  for name in (Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS)}
+                  for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
+        check_column_types(values, where)
+        columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where,
+                                                       lambda rows: _row_identity(table, rows))
+        del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
         if not bad.any():
             return columns
@@ -169,8 +180,22 @@ class OfflinePreLearner:
         keep = ~bad
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
 
+    def _bound_actions(self, actions: np.ndarray, where: str,
+                       locate: Callable[[np.ndarray], str]) -> np.ndarray:
+        """Checks the actions; applies ``input_action_bounds`` to ``Box`` actions outside the
+        space and counts them. ``locate(mask)`` names the first flagged row for messages."""
+        outside = check_actions(actions, self.action_space, where)
+        if not outside.any():
+            return actions
+        self._count({"actions_out_of_bounds": int(outside.sum())})
+        located = locate(outside)
+        return bound_actions(actions, outside, self.action_space, self.config.input_action_bounds,
+                             f"{where} ({located})" if located else where)
+
     # ----------------------------------------------------------------------------- episodes
-    def _decode(self, batch: pa.Table | Mapping[str, Any]) -> list[SingleAgentEpisode]:
+    def _decode(self, batch: pa.Table | Mapping[str, Any]
+                ) -> tuple[list[SingleAgentEpisode], list[str]]:
+        """The batch's episodes, and the file each was read from."""
         table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
         paths = (table.column(PATH_COLUMN).to_pylist() if PATH_COLUMN in table.column_names
                  else [f"a row of {self.config.input_}"] * table.num_rows)
@@ -181,10 +206,14 @@ class OfflinePreLearner:
                     f"{table.column_names}); input_read_episodes=True reads episodes written with "
                     "output_write_episodes=True. For one row per timestep, unset "
                     "input_read_episodes")
-            return [decode_episode(item, f"{path} (column 'item')")
-                    for item, path in zip(table.column("item").to_pylist(), paths)]
-        return [episode for row, path in zip(table.to_pylist(), paths)
-                for episode in self._map_sample_batch_to_episodes(row, path)]
+            return ([decode_episode(item, f"{path} (column 'item')")
+                     for item, path in zip(table.column("item").to_pylist(), paths)], paths)
+        episodes, sources = [], []
+        for row, path in zip(table.to_pylist(), paths):
+            decoded = self._map_sample_batch_to_episodes(row, path)
+            episodes += decoded
+            sources += [path] * len(decoded)
+        return episodes, sources
 
     @classmethod
     def _map_sample_batch_to_episodes(cls, row: dict[str, Any],
@@ -192,12 +221,15 @@ class OfflinePreLearner:
         """One legacy SampleBatch row -> its episodes (override to customize)."""
         return sample_batch_to_episodes(row, where)
 
-    def _admit(self, episodes: list[SingleAgentEpisode]) -> list[SingleAgentEpisode]:
-        """Checks each episode; drops (and counts) duplicates, empty and non-finite ones."""
+    def _admit(self, episodes: list[SingleAgentEpisode],
+               sources: list[str]) -> list[SingleAgentEpisode]:
+        """Checks each episode; drops (and counts) duplicates (within the batch, the buffer, or
+        read from another file by any actor), empty and non-finite ones."""
         admitted, seen, drops = [], set(), Counter()
-        for episode in episodes:
-            where = f"episode {episode.id_}"
-            if episode.id_ in seen or episode.id_ in self.episode_buffer:
+        elsewhere = self._claim(episodes, sources)
+        for episode, source, duplicate in zip(episodes, sources, elsewhere):
+            where = f"{source}: episode {episode.id_}"
+            if duplicate or episode.id_ in seen or episode.id_ in self.episode_buffer:
                 drops["duplicate_episodes"] += 1
                 continue
             seen.add(episode.id_)
@@ -216,19 +248,30 @@ class OfflinePreLearner:
         self._count(drops)
         return admitted
 
+    def _claim(self, episodes: list[SingleAgentEpisode], sources: list[str]) -> list[bool]:
+        """Which episodes another file already holds, as the ledger has seen across actors."""
+        if self.ledger is None or not episodes:
+            return [False] * len(episodes)
+        return ray.get(self.ledger.claim.remote([episode.id_ for episode in episodes], sources))
+
     def _check_episode(self, episode: SingleAgentEpisode, where: str) -> bool:
-        """Raises on values outside the spaces; False when non-finite values should be dropped."""
-        observations = np.asarray(episode.get_observations())
-        check_observations(observations, self.observation_space, where)
-        check_actions(np.asarray(episode.get_actions()), self.action_space, where)
+        """Raises on values of the wrong type or outside the spaces (the same checks as for
+        tabular rows); False when non-finite values should be dropped."""
+        observations = observations_as_space_dtype(
+            np.asarray(episode.observations.data), self.observation_space, where)
+        episode.observations.data = observations
+        rewards = np.asarray(episode.rewards.data)
+        actions = np.asarray(episode.actions.data)
+        check_column_types({Columns.OBS: observations, Columns.ACTIONS: actions,
+                            Columns.REWARDS: rewards}, where)
+        episode.actions.data = self._bound_actions(actions, where, lambda rows: "")
         keys = tuple(sorted(episode.extra_model_outputs))
         if self._extra_keys is None:
             self._extra_keys = keys
         elif keys != self._extra_keys:
             raise DataFormatError(f"{where} has extra model outputs {list(keys)} but earlier "
                                   f"episodes have {list(self._extra_keys)}; all must match")
-        for values in ({Columns.OBS: observations},
-                       {Columns.REWARDS: np.asarray(episode.get_rewards(), dtype=np.float64)}):
+        for values in ({Columns.OBS: observations}, {Columns.REWARDS: rewards}):
             bad = nonfinite_rows(values)
             if bad.any():
                 if self.config.input_nonfinite == "raise":
@@ -236,14 +279,15 @@ class OfflinePreLearner:
                 return False
         return True
 
-    def _sample_episodes(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
+    def _sample_episodes(self, episodes: list[SingleAgentEpisode],
+                         sources: list[str]) -> dict[str, np.ndarray]:
         """Adds the episodes to the buffer and samples about one train batch per
         ``batch_size`` new timesteps (at least one per call). Episodes go in chunks of at most
         half the buffer's capacity, each sampled before the next, so no episode is evicted
         before it could be drawn."""
         batches, pending, chunk, chunk_steps = [], 0, [], 0
         limit = max(1, getattr(self.episode_buffer, "capacity", 0) // 2)
-        for episode in [*self._admit(episodes), None]:
+        for episode in [*self._admit(episodes, sources), None]:
             if chunk and (episode is None or chunk_steps + len(episode) > limit):
                 self.episode_buffer.add(chunk)
                 pending += chunk_steps
@@ -271,8 +315,8 @@ class OfflinePreLearner:
 
     def _count(self, drops: Mapping[str, int]) -> None:
         drops = {name: count for name, count in drops.items() if count}
-        if drops and self.drop_counter is not None:
-            ray.get(self.drop_counter.add.remote(drops))
+        if drops and self.ledger is not None:
+            ray.get(self.ledger.add.remote(drops))
 
     @classmethod
     def _map_to_episodes(
@@ -288,7 +332,7 @@ class OfflinePreLearner:
     ) -> dict[str, list[SingleAgentEpisode]]:
         """Rows -> ``{"episodes": [...]}``, one single-step episode per row (RLlib's signature)."""
         if is_multi_agent:
-            raise ValueError("offline-rl reads single-agent data; got is_multi_agent=True")
+            raise ConfigError("offline-rl reads single-agent data; got is_multi_agent=True")
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from ray.data import ActorPoolStrategy
 
+from offline_rl.errors import ConfigError, ResourceError
+
 #: CPUs a Ray Data read task holds while the pool runs.
 READ_TASK_CPUS = 1.0
 #: Most PreLearner actors started by default (more rarely helps a single learner).
@@ -29,7 +31,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
         1
     """
     if "batch_size" in requested:
-        raise ValueError(
+        raise ConfigError(
             "map_batches_kwargs['batch_size'] is chosen by offline-rl; set "
             "config.offline_data(input_read_batch_size=...) to change how many rows a "
             "PreLearner call receives"
@@ -47,7 +49,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     minimum, maximum = _pool_range(kwargs.pop("concurrency"))
     needed = minimum * cpus_per_actor + READ_TASK_CPUS + reserved_cpus
     if needed > total:
-        raise ValueError(
+        raise ResourceError(
             f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor} CPU + "
             f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners = {needed} "
             f"CPUs, but the Ray cluster has {total:g}. Lower "

@@ -16,12 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from offline_rl.columns import SCHEMA, Columns
+from offline_rl.data.checks import check_column_types, observations_as_space_dtype
 from offline_rl.episode import SingleAgentEpisode
-
-
-class DataFormatError(ValueError):
-    """The data does not have the layout offline-rl reads; the message says where and why."""
-
+from offline_rl.errors import DataFormatError
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
@@ -53,6 +50,20 @@ def _check_columns(column_names: Iterable[str], schema: Mapping[str, str], where
             f"{where} has no column(s) {missing} (columns: {sorted(column_names)}). Rename the "
             "columns or map them with config.offline_data(input_read_schema={field: column})."
         )
+
+
+def _check_rows(rows: Mapping[str, np.ndarray], schema: Mapping[str, str], where: str) -> None:
+    _check_columns(rows, schema, where)
+    check_row_types(rows, schema, where)
+
+
+def check_row_types(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
+                    where: str) -> None:
+    """Raises on columns of the wrong type (known by their field's name, or their own for
+    unmapped columns): numbers for data, booleans for done flags, never strings."""
+    fields = {field: rows[column] for field, column in schema.items() if column in rows}
+    check_column_types({**fields, **{name: rows[name] for name in _extra_columns(rows, schema)}},
+                       where)
 
 
 def train_column_names(column_names: Iterable[str], schema: Mapping[str, str]) -> list[str]:
@@ -96,22 +107,9 @@ def table_to_numpy(table: pa.Table, columns: Iterable[str] | None = None) -> dic
     return {name: column_to_numpy(table.column(name), name) for name in names}
 
 
-def check_shape(values: np.ndarray, column: str, space: gym.Space | None) -> None:
-    """Raises if the per-row shape of ``values`` does not match ``space``."""
-    if isinstance(space, gym.spaces.Box) and values.shape[1:] != space.shape:
-        raise DataFormatError(
-            f"column {column!r} has per-row shape {values.shape[1:]} but the observation space "
-            f"expects {space.shape}; check the data or config.environment(observation_space=...)"
-        )
-
-
-def _observations(rows: Mapping[str, np.ndarray], column: str,
-                  space: gym.Space | None) -> np.ndarray:
-    values = rows[column]
-    check_shape(values, column, space)
-    if isinstance(space, gym.spaces.Box):
-        return values.astype(space.dtype, copy=False)
-    return values
+def _observations(rows: Mapping[str, np.ndarray], column: str, space: gym.Space | None,
+                  where: str) -> np.ndarray:
+    return observations_as_space_dtype(rows[column], space, f"{where}, column {column!r}")
 
 
 def done_flags(rows: Mapping[str, np.ndarray],
@@ -133,34 +131,37 @@ def _extra_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str]) ->
 
 
 def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
-                          observation_space: gym.Space | None = None) -> dict[str, np.ndarray]:
+                          observation_space: gym.Space | None = None,
+                          where: str = "the data") -> dict[str, np.ndarray]:
     """Tabular rows -> the default learner pipeline's train batch, column by column.
 
     Equal (values and dtypes) to running ``rows_to_episodes`` through the default pipeline.
     """
-    _check_columns(rows, schema, "the data")
+    _check_rows(rows, schema, where)
     terminateds, truncateds = done_flags(rows, schema)
     columns = {
-        Columns.OBS: _observations(rows, schema[Columns.OBS], observation_space),
+        Columns.OBS: _observations(rows, schema[Columns.OBS], observation_space, where),
         Columns.ACTIONS: rows[schema[Columns.ACTIONS]],
         Columns.REWARDS: rows[schema[Columns.REWARDS]],
         Columns.TERMINATEDS: terminateds,
         Columns.TRUNCATEDS: truncateds,
     }
     columns.update({name: rows[name] for name in _extra_columns(rows, schema)})
-    columns[Columns.NEXT_OBS] = _observations(rows, schema[Columns.NEXT_OBS], observation_space)
+    columns[Columns.NEXT_OBS] = _observations(rows, schema[Columns.NEXT_OBS], observation_space,
+                                              where)
     return columns
 
 
 def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
                      observation_space: gym.Space | None = None,
-                     action_space: gym.Space | None = None) -> list[SingleAgentEpisode]:
+                     action_space: gym.Space | None = None,
+                     where: str = "the data") -> list[SingleAgentEpisode]:
     """One single-step ``SingleAgentEpisode`` per row (RLlib's tabular mapping): observations
     ``[obs, new_obs]``, the row's action and reward, its done flags, and every unmapped column as
     an extra model output."""
-    _check_columns(rows, schema, "the data")
-    obs = _observations(rows, schema[Columns.OBS], observation_space)
-    next_obs = _observations(rows, schema[Columns.NEXT_OBS], observation_space)
+    _check_rows(rows, schema, where)
+    obs = _observations(rows, schema[Columns.OBS], observation_space, where)
+    next_obs = _observations(rows, schema[Columns.NEXT_OBS], observation_space, where)
     actions, rewards = rows[schema[Columns.ACTIONS]], rows[schema[Columns.REWARDS]]
     terminateds, truncateds = done_flags(rows, schema)
     ids = rows.get(schema[Columns.EPS_ID])
@@ -189,12 +190,6 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
 def as_id(value: Any) -> str:
     """An episode id value (bytes, str or number) as the str episodes use."""
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def is_bytes_type(arrow_type: pa.DataType) -> bool:
-    """Binary or string: how a numeric column looks when compressed (ours or RLlib's codec)."""
-    return (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
-            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
 
 
 def _as_info(value: Any) -> dict:

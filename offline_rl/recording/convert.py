@@ -47,12 +47,9 @@ from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.data.episode_input import sample_batch_to_episodes
 from offline_rl.data.input_reader import input_paths, is_uri, resolve_filesystem
-from offline_rl.data.tabular import (
-    DataFormatError,
-    missing_columns,
-    resolve_schema,
-)
+from offline_rl.data.tabular import missing_columns, resolve_schema
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError, surface_errors
 from offline_rl.inspection import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -86,6 +83,7 @@ PARTITION_BYTES = 128 * 1024 * 1024
 MIN_FILE_BYTES = 64 * 1024 * 1024
 
 
+@surface_errors
 def tabular_to_episodes(input_: str | list[str], output: str, *,
                         schema: Mapping[str, str] | None = None,
                         compress_columns: Sequence[str] = (),
@@ -129,6 +127,7 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
     return _write(episodes, output, target, max_rows_per_file)
 
 
+@surface_errors
 def sample_batches_to_episodes(input_: str | list[str], output: str, *,
                                filesystem: str | pafs.FileSystem | None = None,
                                max_rows_per_file: int | None = None,
@@ -161,6 +160,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     return _write(episodes, output, target, max_rows_per_file)
 
 
+@surface_errors
 def minari_to_episodes(dataset_id: str, output: str, *,
                        max_rows_per_file: int | None = None) -> dict[str, Any]:
     """Converts a local Minari dataset (``minari.load_dataset(dataset_id)``) into episodes
@@ -264,13 +264,7 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
            max_rows_per_file: int | None) -> dict[str, Any]:
     """Writes the complete episodes' items; returns the conversion summary."""
     fs, path = target
-    try:
-        episodes = episodes.materialize()
-    except DataFormatError as error:  # Ray wraps it with the worker's traceback; show the cause
-        cause = getattr(error, "cause", None)
-        if isinstance(cause, DataFormatError):
-            raise cause from None
-        raise
+    episodes = episodes.materialize()
     parts = ray.get(episodes.select_columns([STEPS, COMPLETE]).to_arrow_refs())
     steps = np.concatenate([np.empty(0, np.int64), *(part[STEPS].to_numpy() for part in parts)])
     complete = np.concatenate([np.empty(0, bool), *(

@@ -15,16 +15,16 @@ import pyarrow as pa
 
 from offline_rl.codec import pack_episode_state, unpack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.compression import decompress_column
+from offline_rl.compression import decompress_column, looks_compressed
 from offline_rl.data.tabular import (
-    DataFormatError,
     as_id,
+    check_row_types,
     done_flags,
-    is_bytes_type,
     missing_columns,
     table_to_numpy,
 )
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError
 
 #: The episodes column, one msgpack episode state per row.
 ITEM = "item"
@@ -34,7 +34,6 @@ SOURCE, FILE_INDEX, ROW_INDEX = "__path", "__file_index", "__row_index"
 EPISODE_ID, STEPS, COMPLETE = "eps_id", "steps", "complete"
 #: Columns of a legacy-JSON fragment row: its first step and packed state.
 T_STARTED, FRAGMENT = "t_started", "fragment"
-_BUFFERS = ("observations", "actions", "rewards", "infos")
 
 
 def rows_to_item(group: pa.Table, schema: Mapping[str, str], compressed: set[str],
@@ -50,6 +49,7 @@ def rows_to_item(group: pa.Table, schema: Mapping[str, str], compressed: set[str
         raise DataFormatError(f"{where}: no column(s) {missing} in its files (columns: "
                               f"{sorted(group.column_names)}); every file needs the same columns")
     rows = _episode_columns(group, schema, compressed, where)
+    check_row_types(rows, schema, where)
     steps = len(rows[schema[Columns.ACTIONS]])
     t_started = _check_steps(group[schema[Columns.T]].to_numpy(), where) if has_t else 0
     obs, next_obs = rows[schema[Columns.OBS]], rows[schema[Columns.NEXT_OBS]]
@@ -93,7 +93,7 @@ def _episode_columns(group: pa.Table, schema: Mapping[str, str], compressed: set
     skipped |= {SOURCE, FILE_INDEX, ROW_INDEX}
     decoded = compressed | {
         schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
-        if is_bytes_type(group.schema.field(schema[field]).type)}
+        if looks_compressed(group[schema[field]])}
     names = [name for name in group.column_names if name not in skipped]
     try:
         rows = table_to_numpy(group, [name for name in names if name not in decoded])
@@ -155,19 +155,9 @@ def _item_row(eps_id: str, steps: int, episode: SingleAgentEpisode | None) -> pa
         EPISODE_ID: pa.array([eps_id], pa.string()),
         STEPS: pa.array([steps], pa.int64()),
         COMPLETE: pa.array([episode is not None]),
-        ITEM: pa.array([None if episode is None else _pack(episode)], pa.binary()),
+        ITEM: pa.array([None if episode is None else pack_episode_state(episode.get_state())],
+                       pa.binary()),
     })
-
-
-def _pack(episode: SingleAgentEpisode) -> bytes:
-    """The episode's msgpack state with its columns as lists, the layout RLlib itself writes
-    (RLlib packs episodes before ``to_numpy``)."""
-    state = episode.get_state()
-    buffers = [state[key] for key in _BUFFERS] + list((state["extra_model_outputs"] or {})
-                                                      .values())
-    for buffer in buffers:
-        buffer["data"], buffer["finalized"] = list(buffer["data"]), False
-    return pack_episode_state(state)
 
 
 def fragments_to_item(group: pa.Table, incomplete: str) -> pa.Table:

@@ -9,6 +9,7 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
+from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.recording.rollout import as_batch_policy, rollout
 from offline_rl.recording.writer import EpisodeWriter
 
@@ -34,16 +35,18 @@ class Recorder:
         ...     stats = recorder.record(100)
     """
 
+    @surface_errors
     def __init__(self, config: AlgorithmConfig, policy: Any):
         if not config.output:
-            raise ValueError("recording needs config.offline_data(output=<path or URI>)")
+            raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
         if config.env is None:
-            raise ValueError("recording needs an env: set config.environment(env=...)")
+            raise ConfigError("recording needs an env: set config.environment(env=...)")
         runner = ray.remote(num_cpus=config.num_cpus_per_env_runner)(_EnvRunner)
         self.config = config
         self.runners = [
             runner.remote(config, policy, index) for index in range(config.num_env_runners)]
 
+    @surface_errors
     def record(self, num_episodes: int, *, policy: Any = None,
                progress: bool = True) -> dict[str, Any]:
         """Records ``num_episodes`` complete episodes, spread over the runners (with ``policy``
@@ -83,6 +86,7 @@ class Recorder:
             "episode_len_mean": float(np.mean(lengths)),
         }
 
+    @surface_errors
     def stop(self) -> list[str]:
         """Flushes every runner's buffered episodes; returns all files written; frees actors."""
         files = [path for paths in ray.get([r.stop.remote() for r in self.runners])

@@ -23,8 +23,9 @@ import pyarrow.parquet as pq
 
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.compression import pack_array
+from offline_rl.compression import pack_rllib
 from offline_rl.episode import SingleAgentEpisode
+from offline_rl.errors import ConfigError
 
 #: ``output_write_method`` values the writer implements.
 WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
@@ -37,7 +38,9 @@ class EpisodeWriter:
     (RLlib's ``output_write_episodes=True``); ``False`` writes one row per timestep with RLlib's
     columns (``eps_id``, ``t``, ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
     ``truncateds``, extra model outputs such as ``action_logp``; ``infos`` unless all empty),
-    with ``compress_columns`` packed by ``offline_rl.compression.pack_array``. A file is cut
+    with ``compress_columns`` packed as RLlib packs them (``offline_rl.compression.pack_rllib``:
+    base64 text of an LZ4-framed pickle of the array, read back without unpickling). Episodes
+    are written as RLlib writes them, uncompressed, their columns as lists. A file is cut
     after ``max_rows_per_file`` rows or about ``max_file_size`` bytes.
 
     Example:
@@ -59,10 +62,10 @@ class EpisodeWriter:
                  write_method_kwargs: dict[str, Any] | None = None,
                  filesystem: pafs.FileSystem | None = None):
         if write_method not in WRITE_METHODS:
-            raise ValueError(f"output_write_method={write_method!r} is not supported; use one "
+            raise ConfigError(f"output_write_method={write_method!r} is not supported; use one "
                              f"of {sorted(WRITE_METHODS)}")
         if write_episodes and write_method != "write_parquet":
-            raise ValueError("episodes (output_write_episodes=True) are written as Parquet; use "
+            raise ConfigError("episodes (output_write_episodes=True) are written as Parquet; use "
                              "output_write_method='write_parquet' or output_write_episodes=False")
         if filesystem is None:
             filesystem, output = pafs.FileSystem.from_uri(_as_uri(output))
@@ -171,7 +174,7 @@ def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa
     for name, parts in columns.items():
         values = np.concatenate(parts)
         if name in compress:
-            arrays[name] = pa.array([pack_array(row) for row in values], pa.binary())
+            arrays[name] = pa.array([pack_rllib(row) for row in values], pa.string())
         elif values.ndim > 1:
             arrays[name] = ArrowTensorArray.from_numpy(values)
         else:

@@ -1,0 +1,48 @@
+"""``DataLedger``: where PreLearner actors count what they drop or note in the data, and claim
+episode ids, for the driver to report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import ray
+
+#: Ledger entries that count data dropped from training (the others count data kept).
+DROP_REASONS = ("duplicate_episodes", "empty_episodes", "nonfinite_episodes", "nonfinite_rows")
+
+
+@ray.remote(num_cpus=0)
+class DataLedger:
+    """Totals by reason (``duplicate_episodes``, ``nonfinite_rows``, ``actions_out_of_bounds``,
+    ...), and the file each episode id was first read from, so that the same episode in two
+    files is caught even when different PreLearner actors read them.
+
+    Example:
+        >>> ledger = DataLedger.remote()                                   # doctest: +SKIP
+        >>> ray.get(ledger.claim.remote(["a", "b"], ["x.parquet"] * 2))     # doctest: +SKIP
+        [False, False]
+        >>> ray.get(ledger.claim.remote(["b"], ["y.parquet"]))              # doctest: +SKIP
+        [True]
+    """
+
+    def __init__(self) -> None:
+        self._totals: Counter[str] = Counter()
+        self._sources: dict[str, str] = {}
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """Adds ``counts`` to the totals."""
+        self._totals.update(counts)
+
+    def totals(self) -> dict[str, int]:
+        """The totals so far."""
+        return dict(self._totals)
+
+    def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
+        """Records where each episode was read; True for an id already read from another
+        source (a duplicate). Reading the same source again (a later epoch) is no duplicate."""
+        duplicates = []
+        for episode_id, source in zip(episode_ids, sources):
+            first = self._sources.setdefault(episode_id, source)
+            duplicates.append(first != source)
+        return duplicates

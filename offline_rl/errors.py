@@ -1,0 +1,100 @@
+"""The errors offline-rl raises on purpose, and how they reach the caller through Ray.
+
+Every error offline-rl raises about the user's data, config or cluster is an ``OfflineRLError``.
+Raised inside a Ray task or actor (a PreLearner, a remote learner, a recording actor), Ray wraps
+it (``RayTaskError``, Ray Data's ``UserCodeException``); ``surface_errors`` unwraps it at the
+public entry points, so ``except DataFormatError:`` around ``algo.train()`` catches it, with our
+message and Ray's error chained as ``__cause__``.
+
+Example:
+    >>> @surface_errors
+    ... def train():
+    ...     try:
+    ...         raise DataFormatError("part.parquet: column 'rewards' holds strings")
+    ...     except DataFormatError as error:  # what Ray does to an actor's error
+    ...         raise RuntimeError("task failed") from error
+    >>> try:
+    ...     train()
+    ... except DataFormatError as error:
+    ...     print(error, "| cause:", error.__cause__)
+    part.parquet: column 'rewards' holds strings | cause: task failed
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+Function = TypeVar("Function", bound=Callable[..., Any])
+
+
+class OfflineRLError(Exception):
+    """Base of the errors offline-rl raises about the user's data, config or cluster.
+
+    ``message`` keeps the message as raised: Ray Data appends its retry advice to the
+    ``args`` of an error that crosses a map function, and ``surface_errors`` restores it.
+    """
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(message, *args)
+        self.message = message
+
+
+class DataFormatError(OfflineRLError, ValueError):
+    """The data does not have the layout or values offline-rl reads; the message says where
+    (file, column, row or episode) and what was expected."""
+
+
+class DataNotFoundError(OfflineRLError, FileNotFoundError):
+    """The input (or output) location does not exist or holds no data files."""
+
+
+class ConfigError(OfflineRLError, ValueError):
+    """A config value is invalid or the values contradict each other; the message names them."""
+
+
+class ResourceError(OfflineRLError, RuntimeError):
+    """The cluster cannot hold what the config asks for (CPUs, GPUs, actors)."""
+
+
+def find_error(error: BaseException) -> OfflineRLError | None:
+    """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
+    and ``__context__``), or ``None``."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OfflineRLError) and not _is_ray_wrapper(current):
+            return current
+        pending += [getattr(current, "cause", None), current.__cause__, current.__context__]
+    return None
+
+
+def _is_ray_wrapper(error: BaseException) -> bool:
+    """Ray's ``RayTaskError`` subclasses itself per cause (``RayTaskError(DataFormatError)``);
+    such an error is an instance of ours but prints Ray's whole remote traceback."""
+    return any(cls.__module__.startswith("ray.") for cls in type(error).__mro__)
+
+
+def surface_errors(function: Function) -> Function:
+    """Decorates a public entry point: an ``OfflineRLError`` wrapped by Ray is raised as itself
+    (a copy, with the Ray error as ``__cause__``); every other error passes unchanged."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except Exception as error:
+            ours = find_error(error)
+            if ours is None or ours is error:
+                raise
+            surfaced = copy.copy(ours)
+            surfaced.args = (ours.message, *ours.args[1:])
+            raise surfaced.with_traceback(None) from error
+
+    return wrapper  # type: ignore[return-value]
