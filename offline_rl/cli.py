@@ -130,8 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser(
         "inspect", parents=[common],
         help="format, schema, episodes, steps and return statistics of a dataset",
-        description="Detect a dataset's format and print its schema, episode and step counts "
-                    "and return statistics as JSON; --plot writes a returns histogram (PNG).")
+        description="Detect a dataset's format and print its schema, episode and step counts, "
+                    "return statistics and actions outside a Box action space as JSON; --plot "
+                    "writes a returns histogram (PNG).")
     inspect.add_argument("path", help="dataset folder or file")
     inspect.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
                          help="write a histogram of episode returns")
@@ -156,7 +157,8 @@ def _train(args: argparse.Namespace) -> int:
     output = args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    start_ray(verbose=args.verbose)
+    if args.verbose:  # otherwise build() starts Ray, quietly, once it has checked the data
+        start_ray(verbose=True)
     algo = config.build()
     reached = None
     with algo, _ResultWriter(output) as writer, tqdm(total=args.max_iterations, unit="iter",

@@ -62,17 +62,8 @@ class ResourceError(OfflineRLError, RuntimeError):
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [error]
-    while pending:
-        current = pending.pop(0)
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, OfflineRLError) and not _is_ray_wrapper(current):
-            return current
-        pending += [getattr(current, "cause", None), current.__cause__, current.__context__]
-    return None
+    return next((wrapped for wrapped in _chain(error) if isinstance(wrapped, OfflineRLError)
+                 and not _is_ray_wrapper(wrapped)), None)
 
 
 def _is_ray_wrapper(error: BaseException) -> bool:
@@ -83,7 +74,11 @@ def _is_ray_wrapper(error: BaseException) -> bool:
 
 def surface_errors(function: Function) -> Function:
     """Decorates a public entry point: an ``OfflineRLError`` wrapped by Ray is raised as itself
-    (a copy, with the Ray error as ``__cause__``); every other error passes unchanged."""
+    (a copy, with the Ray error as ``__cause__``); every other error passes unchanged.
+
+    The Ray errors' local tracebacks are dropped (the remote one stays in their message): their
+    frames hold the failed Ray Data execution, whose actors would live, holding their CPUs, for
+    as long as the caller keeps the error."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -95,6 +90,21 @@ def surface_errors(function: Function) -> Function:
                 raise
             surfaced = copy.copy(ours)
             surfaced.args = (ours.message, *ours.args[1:])
+            for wrapped in _chain(error):
+                wrapped.__traceback__ = None
             raise surfaced.with_traceback(None) from error
 
     return wrapper  # type: ignore[return-value]
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and every error it wraps (Ray's ``cause``, ``__cause__``, ``__context__``)."""
+    chain: list[BaseException] = []
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or any(current is seen for seen in chain):
+            continue
+        chain.append(current)
+        pending += [getattr(current, "cause", None), current.__cause__, current.__context__]
+    return chain

@@ -42,7 +42,7 @@ from offline_rl.data.checks import check_actions
 from offline_rl.data.episode_input import decode_episode
 from offline_rl.data.input_reader import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.data.tabular import column_to_numpy
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError
 
 #: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
 CARD_NAME = "dataset.json"
@@ -130,7 +130,7 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     """
     fs, located = locate(path, filesystem)
     if input_read_method is not None and input_read_method not in READ_METHODS:
-        raise ValueError(f"input_read_method={input_read_method!r} cannot be inspected; use one "
+        raise ConfigError(f"input_read_method={input_read_method!r} cannot be inspected; use one "
                          f"of {sorted(READ_METHODS)} or None to tell the format from the files")
     suffixes = READ_METHODS.get(input_read_method, PARQUET_SUFFIXES + JSON_SUFFIXES)
     files = [info.path for info in find_data_files(located, fs, suffixes)]
@@ -332,7 +332,8 @@ def plot_returns(returns: Sequence[float], path: str, title: str) -> None:
         raise ImportError("plotting returns needs matplotlib: pip install 'offline-rl[plot]'"
                           ) from error
     if not len(returns):
-        raise ValueError(f"no episode returns to plot for {title!r}; the dataset has no episodes")
+        raise DataFormatError(f"no episode returns to plot for {title!r}; the dataset has no "
+                              "episodes")
     figure = Figure(figsize=(6, 4))
     axes = figure.subplots()
     axes.hist(returns, bins=min(50, max(10, len(returns) // 5)))

@@ -40,3 +40,4 @@ def bc_config(cartpole_data):
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "relu"})
         .debugging(seed=0)
     )
+

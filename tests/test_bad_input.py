@@ -234,6 +234,21 @@ def test_the_same_episode_read_by_two_actors_is_counted_once(ray_session, tmp_pa
     assert ray.get(ledger.totals.remote()) == {"duplicate_episodes": 1}
 
 
+def test_the_first_rows_check_reads_as_the_pipeline_reads(ray_session, tmp_path, bc_config):
+    import pyarrow.dataset as pds
+
+    rewards = [1.0] * 8
+    rewards[3] = np.nan  # removed by the user's row filter, so neither check may see it
+    pq.write_table(rows(rewards=rewards), tmp_path / "part.parquet")
+    config = bc_config.training(train_batch_size_per_learner=7).offline_data(
+        input_=str(tmp_path), input_read_method_kwargs={"filter": pds.field("rewards") > 0})
+    data = OfflineData(config, SPACES).start()
+    try:
+        assert np.isfinite(data.sample()["rewards"]).all()
+    finally:
+        data.stop()
+
+
 # --- errors reach the caller as ours --------------------------------------------------------
 def nan_beyond_the_first_rows(folder: Path) -> None:
     """A dataset whose first rows are fine; a NaN reward waits in a later row (found only by the
@@ -259,6 +274,19 @@ def test_a_pipeline_error_is_ours_with_rays_error_as_its_cause(ray_session, tmp_
     assert "column 'rewards' holds NaN or inf" in message and f"t={SAMPLE_ROWS + 200}" in message
     assert "Traceback" not in message and "DataContext" not in message
     assert isinstance(caught.value.__cause__, ray.exceptions.RayError)
+
+
+@pytest.mark.timeout(180)
+def test_a_pipeline_error_reaches_the_caller_through_remote_learners(ray_session, tmp_path,
+                                                                     bc_config):
+    nan_beyond_the_first_rows(tmp_path / "data")
+    config = (bc_config.training(train_batch_size_per_learner=64)
+              .learners(num_learners=2, num_cpus_per_learner=0.25)
+              .offline_data(input_=str(tmp_path / "data"), map_batches_kwargs={"num_cpus": 0.5}))
+    with pytest.raises(DataFormatError, match=r"column 'rewards' holds NaN or inf") as caught:
+        with config.build() as algo:
+            algo.train()
+    assert "Traceback" not in str(caught.value)
 
 
 @pytest.mark.timeout(180)

@@ -17,7 +17,6 @@ import contextlib
 import csv
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -109,13 +108,8 @@ def test_job_submit_trains_on_the_cluster(ray_cluster: Cluster, cartpole_data: P
     assert summary["iterations"] == ITERATIONS
     assert summary["checkpoint"] == str(output / "checkpoint")
 
-    # The driver joined this cluster (RAY_ADDRESS, set by the job server) ...
-    logs = ray_cluster.ray("job", "logs", "--address", ray_cluster.address, JOB_ID)
-    assert logs.returncode == 0, _tail(logs)
-    connected = rf"Connecting to existing Ray cluster at address: \S+:{ray_cluster.gcs_port}\b"
-    assert re.search(connected, logs.stdout), logs.stdout
-    assert "Started a local Ray instance" not in logs.stdout
-    # ... and registered with its GCS: a driver that started its own Ray would not be listed.
+    # The driver joined this cluster (RAY_ADDRESS, set by the job server) and registered with
+    # its GCS: a driver that started its own Ray would not be listed.
     listed = ray_cluster.ray("list", "jobs", "--address", ray_cluster.address, "--format", "json")
     assert listed.returncode == 0, _tail(listed)
     (job,) = [job for job in json.loads(listed.stdout) if job["submission_id"] == JOB_ID]

@@ -7,6 +7,7 @@ import pytest
 
 from connectors import BatchIndividualItems, ConnectorV2
 from offline_rl import AlgorithmConfig, BCConfig
+from offline_rl.errors import ConfigError
 
 
 def valid() -> BCConfig:
@@ -41,7 +42,7 @@ def test_builders_chain_and_set_fields():
      "prelearner_module_synch_period"),
 ])
 def test_validation_names_the_field(change, field):
-    with pytest.raises(ValueError, match=rf"\n  {field}: "):
+    with pytest.raises(ConfigError, match=rf"\n  {field}: "):
         change(valid()).validate()
 
 
@@ -52,17 +53,17 @@ def test_validation_names_the_field(change, field):
     ({"output_max_rows_per_file": 0}, r"output_max_rows_per_file: must be None or an int"),
 ])
 def test_output_options_are_checked(options, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         valid().offline_data(**options).validate()
 
 
 def test_recording_runs_only_complete_episodes():
-    with pytest.raises(ValueError, match=r"batch_mode: must be 'complete_episodes'"):
+    with pytest.raises(ConfigError, match=r"batch_mode: must be 'complete_episodes'"):
         valid().env_runners(batch_mode="truncate_episodes").validate()
 
 
 def test_every_error_is_reported_at_once():
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ConfigError) as error:
         valid().training(lr=-1, train_batch_size_per_learner=0).validate()
     assert "lr:" in str(error.value) and "train_batch_size_per_learner:" in str(error.value)
 
@@ -91,18 +92,18 @@ def test_dict_and_yaml_round_trip(tmp_path):
 
 
 def test_from_dict_names_unknown_sections_and_keys():
-    with pytest.raises(ValueError,
+    with pytest.raises(ConfigError,
                        match=r"unknown key\(s\) \['lerning_rate'\] in section 'training'"):
         AlgorithmConfig.from_dict({"algorithm": "BC", "training": {"lerning_rate": 1}})
-    with pytest.raises(ValueError, match="unknown config section 'trainig'"):
+    with pytest.raises(ConfigError, match="unknown config section 'trainig'"):
         AlgorithmConfig.from_dict({"algorithm": "BC", "trainig": {}})
-    with pytest.raises(ValueError, match="unknown algorithm 'PPO'"):
+    with pytest.raises(ConfigError, match="unknown algorithm 'PPO'"):
         AlgorithmConfig.from_dict({"algorithm": "PPO"})
 
 
 def test_yaml_refuses_python_callables(tmp_path):
     config = valid().environment(env=lambda env_config: gym.make("CartPole-v1"))
-    with pytest.raises(ValueError, match="cannot be written to YAML"):
+    with pytest.raises(ConfigError, match="cannot be written to YAML"):
         config.to_yaml(tmp_path / "c.yaml")
 
 

@@ -17,7 +17,7 @@ from offline_rl.codec import pack_episode_state
 from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.data.transitions import Transitions
 from offline_rl.episode import SingleAgentEpisode
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EPISODES = FIXTURES / "rllib_cartpole_episodes"
@@ -157,7 +157,7 @@ def test_inconsistent_lengths_and_corrupt_bytes_are_named(tmp_path):
 
 def test_both_episode_formats_is_a_config_error(tmp_path):
     config = episodes_config(tmp_path, input_read_sample_batches=True)
-    with pytest.raises(ValueError, match="input_read_episodes and input_read_sample_batches"):
+    with pytest.raises(ConfigError, match="input_read_episodes and input_read_sample_batches"):
         config.validate()
 
 

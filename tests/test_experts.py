@@ -20,6 +20,7 @@ from offline_rl.datasets.experts import (
     behaviour_policy,
     cartpole_expert,
 )
+from offline_rl.errors import ConfigError
 
 DISCRETE = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 
@@ -157,14 +158,14 @@ def test_mixed_tier_must_start_an_episode_first():
 
 
 def test_unknown_env_or_tier_lists_the_available_ones():
-    with pytest.raises(ValueError, match="Pendulum-v1"):
+    with pytest.raises(ConfigError, match="Pendulum-v1"):
         behaviour_policy("Humanoid-v5", "expert", seed=0)
-    with pytest.raises(ValueError, match="medium"):
+    with pytest.raises(ConfigError, match="medium"):
         behaviour_policy("CartPole-v1", "superhuman", seed=0)
 
 
 def test_invalid_noise_is_rejected():
-    with pytest.raises(ValueError, match="epsilon"):
+    with pytest.raises(ConfigError, match="epsilon"):
         EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=1.5, seed=0)
-    with pytest.raises(ValueError, match="std"):
+    with pytest.raises(ConfigError, match="std"):
         GaussianNoise(None, std=0.0, low=-1.0, high=1.0, seed=0)

@@ -21,7 +21,7 @@ from offline_rl.data.input_reader import (
     resolve_filesystem,
     resolve_read_method,
 )
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 BUCKET = "offline-rl"
@@ -75,13 +75,13 @@ def test_resolve_filesystem_builds_named_filesystems_and_rejects_the_rest():
     assert isinstance(resolve_filesystem("abs", {"account_name": "acct"}), pafs.AzureFileSystem)
     assert resolve_filesystem(s3, {}) is s3
     assert resolve_filesystem(None, None) is None
-    with pytest.raises(ValueError, match=r"\(keys \['region'\]\) are not used with a pyarrow"):
+    with pytest.raises(ConfigError, match=r"\(keys \['region'\]\) are not used with a pyarrow"):
         resolve_filesystem(s3, {"region": "us-east-1"})
-    with pytest.raises(ValueError, match=r"\(keys \['region'\]\) need input_filesystem"):
+    with pytest.raises(ConfigError, match=r"\(keys \['region'\]\) need input_filesystem"):
         resolve_filesystem(None, {"region": "us-east-1"})
-    with pytest.raises(ValueError, match=r"input_filesystem='hdfs' is not supported.*'abs'"):
+    with pytest.raises(ConfigError, match=r"input_filesystem='hdfs' is not supported.*'abs'"):
         resolve_filesystem("hdfs", {})
-    with pytest.raises(ValueError, match=r"keys \['secret_key', 'sekret'\]\) do not fit "
+    with pytest.raises(ConfigError, match=r"keys \['secret_key', 'sekret'\]\) do not fit "
                                          r"pyarrow\.fs\.S3FileSystem") as error:
         resolve_filesystem("s3", {"secret_key": "hidden-value", "sekret": "x"})
     assert "hidden-value" not in str(error.value)
@@ -89,9 +89,9 @@ def test_resolve_filesystem_builds_named_filesystems_and_rejects_the_rest():
 
 def test_unknown_read_method_names_valid_ones():
     assert resolve_read_method("read_json") is ray.data.read_json
-    with pytest.raises(ValueError, match=r"'read_parqet' is not one of .*'read_parquet'"):
+    with pytest.raises(ConfigError, match=r"'read_parqet' is not one of .*'read_parquet'"):
         resolve_read_method("read_parqet")
-    with pytest.raises(ValueError, match="ray.data.read_"):
+    with pytest.raises(ConfigError, match="ray.data.read_"):
         resolve_read_method("read_api")  # a module of ray.data, not a read function
 
 
@@ -134,8 +134,9 @@ def test_s3_checks_name_the_path_file_and_column(s3_data, s3_fs, s3_kwargs):
     unreachable = pafs.S3FileSystem(
         **{**s3_kwargs, "endpoint_override": "127.0.0.1:1"}, connect_timeout=1,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1))
-    with pytest.raises(OSError, match=r"cannot read input_='s3://offline-rl/cartpole' through "
-                                      r"S3FileSystem: .*Check the path and input_filesystem_kw"):
+    with pytest.raises(DataNotFoundError, match=r"cannot read input_='s3://offline-rl/cartpole' "
+                                                r"through S3FileSystem: .*Check the path and "
+                                                r"input_filesystem_kw"):
         check_parquet_columns([f"{s3_data}/cartpole"], unreachable, {}, SPACES[0])
 
 
@@ -218,5 +219,5 @@ def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_confi
     assert paths == [f"{BUCKET}/parts/part-{part}.parquet" for part in range(PARTS)]
     assert sorted(kwargs) == ["columns", "filesystem"]
     assert isinstance(kwargs["filesystem"], pafs.S3FileSystem)
-    with pytest.raises(ValueError, match="filesystem is set twice"):
+    with pytest.raises(ConfigError, match="filesystem is set twice"):
         count(input_=f"{s3_data}/parts", input_read_method_kwargs={"filesystem": None}, **s3)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from offline_rl.codec import unpack_episode_state
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.inspection import inspect_dataset, plot_returns
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -124,7 +124,7 @@ def test_mixed_formats_need_a_read_method(tmp_path):
         inspect_dataset(str(tmp_path))
     assert inspect_dataset(str(tmp_path), input_read_method="read_json")["episodes"] == 30
     assert inspect_dataset(str(tmp_path), input_read_method="read_parquet")["steps"] == 1
-    with pytest.raises(ValueError, match=r"input_read_method='read_csv' cannot be inspected"):
+    with pytest.raises(ConfigError, match=r"input_read_method='read_csv' cannot be inspected"):
         inspect_dataset(str(tmp_path), input_read_method="read_csv")
 
 

@@ -17,6 +17,7 @@ import msgpack_numpy
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import ray.data
 
 from offline_rl import BCConfig
 from offline_rl.inspection import inspect_dataset
@@ -49,9 +50,14 @@ def rllib_record(env: str, output: Path, write_episodes: bool, compress: list[st
                       output_compress_columns=compress)
         .debugging(seed=0)
     )
-    runner = OfflineSingleAgentEnvRunner(config=config, worker_index=1)
-    runner.sample(num_episodes=EPISODES_PER_RECORDING, explore=True)
-    runner.stop()
+    context = ray.data.DataContext.get_current()
+    limits = context.execution_options.resource_limits
+    try:
+        runner = OfflineSingleAgentEnvRunner(config=config, worker_index=1)
+        runner.sample(num_episodes=EPISODES_PER_RECORDING, explore=True)
+        runner.stop()
+    finally:  # the runner caps this process's Ray Data at its own CPUs; lift the cap again
+        context.execution_options.resource_limits = limits
     files = sorted(output.rglob("*.parquet"))
     assert files, f"RLlib wrote nothing under {output}"  # its writer logs errors and goes on
     return output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.bc import BCConfig
+from offline_rl.errors import ConfigError
 
 #: Algorithm names usable as ``algorithm:`` in YAML configs.
 ALGORITHMS: dict[str, type[AlgorithmConfig]] = {"BC": BCConfig}
@@ -14,4 +15,4 @@ def get_algorithm_config_class(name: str) -> type[AlgorithmConfig]:
     try:
         return ALGORITHMS[name]
     except KeyError:
-        raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}") from None
+        raise ConfigError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}") from None

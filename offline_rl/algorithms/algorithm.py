@@ -56,11 +56,12 @@ def start_ray(*, verbose: bool = False) -> bool:
 class Algorithm:
     """Trains a policy from offline data.
 
-    Building builds the evaluation env, then the ``LearnerGroup``, which starts Ray Data (in the
-    background for a local learner) and the learners. ``train()`` runs one iteration of
-    ``dataset_num_iters_per_learner`` updates per learner (``None``: one epoch of each
-    learner's data) and returns RLlib-shaped results; every ``evaluation_interval`` iterations
-    it also evaluates the greedy policy in the env.
+    Building builds the evaluation env, checks the input data (before any Ray work, so that
+    common mistakes fail within a second), starts or joins Ray, then builds the
+    ``LearnerGroup``, which starts Ray Data (in the background for a local learner) and the
+    learners. ``train()`` runs one iteration of ``dataset_num_iters_per_learner`` updates per
+    learner (``None``: one epoch of each learner's data) and returns RLlib-shaped results;
+    every ``evaluation_interval`` iterations it also evaluates the greedy policy in the env.
 
     Example:
         >>> from offline_rl import BCConfig
@@ -76,7 +77,7 @@ class Algorithm:
         started = time.perf_counter()
         config.validate()
         self.config = config.copy()
-        self._started_ray = start_ray()
+        self._started_ray = False
         self.evaluator = None
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
@@ -100,7 +101,9 @@ class Algorithm:
                 seed=self.config.seed,
             )
         self.observation_space, self.action_space = self._spaces()
+        # Checks the input (files, columns, the first rows) before any Ray work.
         self.offline_data = OfflineData(self.config, (self.observation_space, self.action_space))
+        self._started_ray = start_ray()
         spec = self.config.get_rl_module_spec(self.observation_space, self.action_space)
         self.learner_group = LearnerGroup(self.config, spec, self.offline_data)
 
@@ -217,16 +220,17 @@ class Algorithm:
         return algorithm
 
     def stop(self) -> None:
-        """Stops the learners, the data stream, envs and recorder (flushing what it buffers),
-        and Ray if this algorithm started it."""
+        """Stops the recorder (flushing what it buffers), the learners, the data stream and
+        envs, and Ray if this algorithm started it. The recorder goes first: its actors' CPUs
+        may be what the data stream waits for to finish its current pass."""
+        if self.recorder is not None:
+            self.recorder.stop()
+            self.recorder = None
         if self.learner_group is not None:
             self.learner_group.stop()
             self.learner_group = None
         if self.offline_data is not None:
             self.offline_data.stop()
-        if self.recorder is not None:
-            self.recorder.stop()
-            self.recorder = None
         if self.evaluator is not None:
             self.evaluator.close()
         if self._started_ray:

@@ -111,7 +111,7 @@ class LearnerGroup:
         ready, _ = ray.wait([self._placement_group.ready()], timeout=PLACEMENT_TIMEOUT_S)
         if not ready:
             self.stop()
-            raise RuntimeError(
+            raise ResourceError(
                 f"could not place {self.num_learners} learner(s) of {bundle} each with "
                 f"strategy {self.config.placement_strategy!r} within {PLACEMENT_TIMEOUT_S} s; "
                 f"the cluster has {ray.cluster_resources()}. Lower num_learners, "

@@ -8,6 +8,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from offline_rl.errors import ConfigError
+
 ACTIVATIONS = ("tanh", "relu", "silu", "swish", "elu", "linear")
 
 
@@ -34,11 +36,11 @@ class DefaultModelConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown model_config key(s) {unknown}; known keys: {sorted(known)}")
+            raise ConfigError(f"unknown model_config key(s) {unknown}; known keys: {sorted(known)}")
         config = cls(**values)
         for name in ("fcnet_activation", "head_fcnet_activation"):
             if getattr(config, name) not in ACTIVATIONS:
-                raise ValueError(
+                raise ConfigError(
                     f"model_config {name}={getattr(config, name)!r}: use one of {ACTIVATIONS}"
                 )
         return config
@@ -81,7 +83,7 @@ class RLModuleSpec:
         if not isinstance(model_config, DefaultModelConfig):
             model_config = DefaultModelConfig.from_dict(model_config or {})
         if self.observation_space is None or self.action_space is None:
-            raise ValueError("RLModuleSpec needs observation_space and action_space to build")
+            raise ConfigError("RLModuleSpec needs observation_space and action_space to build")
         return module_class(
             observation_space=self.observation_space,
             action_space=self.action_space,
@@ -93,7 +95,7 @@ def import_object(path: str) -> Any:
     """``"package.module:attribute"`` -> the attribute."""
     module_name, _, attribute = path.partition(":")
     if not attribute:
-        raise ValueError(f"{path!r} is not an import path of the form 'package.module:Name'")
+        raise ConfigError(f"{path!r} is not an import path of the form 'package.module:Name'")
     target: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)

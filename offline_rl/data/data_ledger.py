@@ -1,5 +1,5 @@
-"""``DataLedger``: where PreLearner actors count what they drop or note in the data, and claim
-episode ids, for the driver to report."""
+"""``DataLedger``: where PreLearner actors count what they drop or note in the data, claim
+episode ids, and register themselves, for the driver to report and to stop them."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ DROP_REASONS = ("duplicate_episodes", "empty_episodes", "nonfinite_episodes", "n
 @ray.remote(num_cpus=0)
 class DataLedger:
     """Totals by reason (``duplicate_episodes``, ``nonfinite_rows``, ``actions_out_of_bounds``,
-    ...), and the file each episode id was first read from, so that the same episode in two
-    files is caught even when different PreLearner actors read them.
+    ...), the file each episode id was first read from, so that the same episode in two files
+    is caught even when different PreLearner actors read them, and the PreLearner actors of the
+    pipeline, so that stopping it can release them (an actor still being created when the
+    pipeline stops registers later, and fails to once the ledger is gone).
 
     Example:
         >>> ledger = DataLedger.remote()                                   # doctest: +SKIP
@@ -29,6 +31,15 @@ class DataLedger:
     def __init__(self) -> None:
         self._totals: Counter[str] = Counter()
         self._sources: dict[str, str] = {}
+        self._actors: list[ray.actor.ActorHandle] = []
+
+    def register(self, actor: ray.actor.ActorHandle) -> None:
+        """Records a PreLearner actor of the pipeline."""
+        self._actors.append(actor)
+
+    def actors(self) -> list[ray.actor.ActorHandle]:
+        """The PreLearner actors registered so far."""
+        return list(self._actors)
 
     def add(self, counts: Mapping[str, int]) -> None:
         """Adds ``counts`` to the totals."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import ray.data
@@ -169,10 +170,12 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
                 _check_readable(file)
 
 
-def first_rows(paths: list[str], filesystem: pafs.FileSystem | None,
-               num_rows: int) -> tuple[str, pa.Table] | None:
-    """The input's first file and up to ``num_rows`` of its first rows, read with pyarrow in
-    this process (``None`` for URIs left to Ray Data, and for no rows)."""
+def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: int, *,
+               columns: list[str] | None = None,
+               row_filter: pads.Expression | None = None) -> tuple[str, pa.Table] | None:
+    """The input's first file and up to ``num_rows`` of its first rows (of ``columns``, or all;
+    those ``row_filter`` keeps), read with pyarrow in this process (``None`` for URIs left to
+    Ray Data, and for no rows)."""
     path = paths[0]
     if filesystem is None and is_uri(path):
         return None
@@ -182,10 +185,9 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None,
     if not files:
         return None
     shown = path[: len(path) - len(located)] + files[0]
-    with fs.open_input_file(files[0]) as stream:
-        batches = pq.ParquetFile(stream).iter_batches(batch_size=num_rows)
-        batch = next(batches, None)
-    return None if batch is None else (shown, pa.Table.from_batches([batch]))
+    table = pads.dataset(files[0], filesystem=fs, format="parquet").head(
+        num_rows, columns=columns, filter=row_filter)
+    return (shown, table) if table.num_rows else None
 
 
 def _check_readable(file: str) -> None:

@@ -25,13 +25,14 @@ from offline_rl.data.input_reader import (
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.prelearner import PATH_COLUMN
 from offline_rl.data.resources import prelearner_pool_kwargs
-from offline_rl.errors import ConfigError, DataFormatError, surface_errors
+from offline_rl.errors import ConfigError, surface_errors
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
-#: Rows of the first file checked in the driver before the pipeline starts.
+#: Rows (tabular) or episodes of the first file checked in the driver before the pipeline.
 SAMPLE_ROWS = 256
+SAMPLE_EPISODES = 8
 #: Rows per PreLearner call, in train batches, unless ``input_read_batch_size`` is set.
 ROWS_PER_PRELEARNER_CALL = 32
 #: Rows (episodes or SampleBatches) per PreLearner call for the episode formats.
@@ -88,6 +89,7 @@ class OfflineData:
         #: The mapped dataset, once built.
         self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
+        self._ledger: ray.actor.ActorHandle | None = None
         self._counts: dict[str, int] = {}
         self._pending_counts: ray.ObjectRef | None = None
         self._counts_asked = -COUNTS_POLL_S
@@ -95,22 +97,23 @@ class OfflineData:
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that
         common data errors (types, shapes, spaces, NaN) fail in a second, before any Ray work,
-        naming the file. Skipped when the learner connector needs the module."""
+        naming the file. The rows are read as the pipeline reads them (``columns`` and
+        ``filter`` of ``input_read_method_kwargs``). Skipped when the learner connector needs
+        the module."""
         if self.needs_module:
             return
-        sample = first_rows(self.paths, self.filesystem, SAMPLE_ROWS)
+        kwargs = self.config.input_read_method_kwargs
+        sample = first_rows(self.paths, self.filesystem,
+                            SAMPLE_EPISODES if self.reads_episodes else SAMPLE_ROWS,
+                            columns=kwargs.get("columns"), row_filter=kwargs.get("filter"))
         if sample is None:
             return
         file, table = sample
         if self.reads_episodes:
             table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
-        prelearner = self.config.resolved_prelearner_class()(config=self.config,
-                                                             spaces=self.spaces)
-        try:
-            prelearner(table)
-        except DataFormatError as error:
-            message = str(error) if file in str(error) else f"{file}: {error}"
-            raise type(error)(message) from None
+        prelearner = self.config.resolved_prelearner_class()(
+            config=self.config, spaces=self.spaces, source=f"the first rows of {file}")
+        prelearner(table)
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
@@ -176,6 +179,8 @@ class OfflineData:
         (``actions_out_of_bounds``). With ``wait`` it asks the ledger and waits for the answer;
         without, it never blocks: it returns the latest totals that have arrived, asking the
         ledger at most every ``COUNTS_POLL_S`` seconds."""
+        if self._ledger is None:  # stopped (or not started): the last totals
+            return dict(self._counts)
         if wait:
             self._counts, self._pending_counts = ray.get(self._ledger.totals.remote()), None
             return dict(self._counts)
@@ -202,10 +207,17 @@ class OfflineData:
             ray.get(self.module_weights.publish.remote([ray.put(weights)], version))
 
     def stop(self) -> None:
-        """Stops streaming and releases the pipeline's Ray resources."""
+        """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
+        (also those Ray Data would still be creating) and the ledger."""
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
+        if self._ledger is not None:
+            self._counts = ray.get(self._ledger.totals.remote())
+            for actor in ray.get(self._ledger.actors.remote()):
+                ray.kill(actor, no_restart=True)
+            ray.kill(self._ledger)
+            self._ledger = None
 
 
 def epoch_batches(source: ray.data.Dataset | ray.data.DataIterator, epoch: int, *,

@@ -80,20 +80,25 @@ class OfflinePreLearner:
     """
 
     def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], *,
-                 ledger: Any = None, module_weights: Any = None, **kwargs: Any):
+                 ledger: Any = None, module_weights: Any = None, source: str | None = None,
+                 **kwargs: Any):
         self.config = config
+        #: How error messages name the rows (default: "rows read from <input_>").
+        self.source = source or f"rows read from {config.input_}"
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
         self.batch_size = config.train_batch_size_per_learner
         self.ledger = ledger
+        if ledger is not None and ray.get_runtime_context().get_actor_id() is not None:
+            ray.get(ledger.register.remote(ray.get_runtime_context().current_actor))
         self._learner_connector = config.build_learner_connector(*spaces)
         self._default_pipeline = all(
             type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
         self.synced_module = None
         if self._learner_connector.needs_module:
             if module_weights is None:
-                raise ConfigError("the learner connector needs the module, but the PreLearner was "
-                                 "given no module_weights to fetch it from")
+                raise ConfigError("the learner connector needs the module, but the PreLearner "
+                                  "was given no module_weights to fetch it from")
             self.synced_module = SyncedModule(config.get_rl_module_spec(*spaces).build(),
                                               module_weights,
                                               config.prelearner_module_synch_period)
@@ -125,7 +130,7 @@ class OfflinePreLearner:
         rows = self._read_rows(table)
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
-                                            self._where)
+                                            self.source)
             return self._check_transitions(columns, table)
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema,
@@ -153,18 +158,16 @@ class OfflinePreLearner:
             self.schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
             if self.schema[field] in table.column_names
             and looks_compressed(table.column(self.schema[field]))}
-        rows = table_to_numpy(table, [name for name in names if name not in compressed])
+        try:
+            rows = table_to_numpy(table, [name for name in names if name not in compressed])
+        except DataFormatError as error:
+            raise DataFormatError(f"{self.source}: {error}") from None
         for name in [name for name in names if name in compressed]:
-            rows[name] = decompress_column(table.column(name).to_pylist(), name,
-                                           f"column {name!r} (input_compress_columns)")
+            rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         return rows
 
-    @property
-    def _where(self) -> str:
-        return f"rows read from {self.config.input_}"
-
     def _check_transitions(self, columns: dict[str, Any], table: pa.Table) -> dict[str, Any]:
-        where = self._where
+        where = self.source
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
@@ -181,16 +184,17 @@ class OfflinePreLearner:
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
 
     def _bound_actions(self, actions: np.ndarray, where: str,
-                       locate: Callable[[np.ndarray], str]) -> np.ndarray:
+                       locate: Callable[[np.ndarray], str] | None = None) -> np.ndarray:
         """Checks the actions; applies ``input_action_bounds`` to ``Box`` actions outside the
         space and counts them. ``locate(mask)`` names the first flagged row for messages."""
         outside = check_actions(actions, self.action_space, where)
         if not outside.any():
             return actions
         self._count({"actions_out_of_bounds": int(outside.sum())})
-        located = locate(outside)
+        if locate is not None:
+            where = f"{where} ({locate(outside)})"
         return bound_actions(actions, outside, self.action_space, self.config.input_action_bounds,
-                             f"{where} ({located})" if located else where)
+                             where)
 
     # ----------------------------------------------------------------------------- episodes
     def _decode(self, batch: pa.Table | Mapping[str, Any]
@@ -264,7 +268,7 @@ class OfflinePreLearner:
         actions = np.asarray(episode.actions.data)
         check_column_types({Columns.OBS: observations, Columns.ACTIONS: actions,
                             Columns.REWARDS: rewards}, where)
-        episode.actions.data = self._bound_actions(actions, where, lambda rows: "")
+        episode.actions.data = self._bound_actions(actions, where)
         keys = tuple(sorted(episode.extra_model_outputs))
         if self._extra_keys is None:
             self._extra_keys = keys

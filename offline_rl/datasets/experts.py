@@ -17,6 +17,8 @@ from collections.abc import Callable
 import gymnasium as gym
 import numpy as np
 
+from offline_rl.errors import ConfigError
+
 Action = int | np.ndarray
 Seed = int | np.random.SeedSequence
 
@@ -133,7 +135,7 @@ class EpsilonGreedy(BehaviourPolicy):
     def __init__(self, expert: Callable[[np.ndarray], int], num_actions: int, epsilon: float,
                  seed: Seed):
         if not 0.0 <= epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+            raise ConfigError(f"epsilon must be in [0, 1], got {epsilon}")
         self.expert = expert
         self.num_actions = num_actions
         self.epsilon = epsilon
@@ -169,7 +171,7 @@ class GaussianNoise(BehaviourPolicy):
     def __init__(self, expert: Callable[[np.ndarray], np.ndarray] | None, std: float,
                  low: float | np.ndarray, high: float | np.ndarray, seed: Seed):
         if not std > 0:
-            raise ValueError(f"std must be positive, got {std}")
+            raise ConfigError(f"std must be positive, got {std}")
         self.expert = expert
         self.std = std
         self.low = np.asarray(low, dtype=np.float32)
@@ -224,9 +226,9 @@ def behaviour_policy(env_id: str, tier: str, seed: int) -> BehaviourPolicy:
     ``mixed``: one of those three per episode, chosen at ``start_episode()``.
     """
     if env_id not in EXPERTS:
-        raise ValueError(f"no scripted expert for {env_id!r}; available: {sorted(EXPERTS)}")
+        raise ConfigError(f"no scripted expert for {env_id!r}; available: {sorted(EXPERTS)}")
     if tier not in TIERS:
-        raise ValueError(f"unknown tier {tier!r}; available: {list(TIERS)}")
+        raise ConfigError(f"unknown tier {tier!r}; available: {list(TIERS)}")
     if tier != "mixed":
         return _single_tier_policy(env_id, tier, seed)
     mixture_seed, *seeds = np.random.SeedSequence(seed).spawn(4)

@@ -49,7 +49,7 @@ from offline_rl.data.episode_input import sample_batch_to_episodes
 from offline_rl.data.input_reader import input_paths, is_uri, resolve_filesystem
 from offline_rl.data.tabular import missing_columns, resolve_schema
 from offline_rl.episode import SingleAgentEpisode
-from offline_rl.errors import DataFormatError, surface_errors
+from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.inspection import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -204,7 +204,7 @@ def minari_to_episodes(dataset_id: str, output: str, *,
 # ------------------------------------------------------------------------------- inputs, output
 def _check_incomplete(incomplete: str) -> None:
     if incomplete not in INCOMPLETE:
-        raise ValueError(f"incomplete={incomplete!r} is not supported; use 'error' (refuse "
+        raise ConfigError(f"incomplete={incomplete!r} is not supported; use 'error' (refuse "
                          "unfinished episodes) or 'drop' (leave them out)")
 
 
@@ -216,7 +216,7 @@ def _input_files(input_: str | list[str], filesystem: str | pafs.FileSystem | No
     located = [locate(path, resolved) for path in input_paths(input_, resolved)]
     kinds = {type(fs).__name__ for fs, _ in located}
     if len(kinds) > 1:
-        raise ValueError(f"the input paths are on different filesystems ({sorted(kinds)}); "
+        raise ConfigError(f"the input paths are on different filesystems ({sorted(kinds)}); "
                          "convert them separately")
     files = [file for fs, path in located for file in find_data_files(path, fs, suffixes)]
     if not files:

@@ -25,7 +25,7 @@ from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import pack_rllib
 from offline_rl.episode import SingleAgentEpisode
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, DataFormatError
 
 #: ``output_write_method`` values the writer implements.
 WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
@@ -92,8 +92,8 @@ class EpisodeWriter:
         Returns the paths written, if any."""
         for episode in episodes:
             if not episode.is_done:
-                raise ValueError(f"episode {episode.id_} is not done; only complete episodes are "
-                                 "recorded")
+                raise DataFormatError(f"episode {episode.id_} is not done; only complete "
+                                      "episodes are recorded")
             self._episodes.append(episode)
             self._buffered_rows += 1 if self.write_episodes else len(episode)
             self._buffered_bytes += _approximate_bytes(episode)
