@@ -37,8 +37,8 @@ def write_formats(source: Path, out: Path) -> dict[str, Path]:
     """The source tabular dataset rewritten in every format; returns each format's folder."""
     from offline_rl.codec import pack_episode_state
     from offline_rl.compression import pack_array
-    from offline_rl.data.tabular import table_to_numpy
-    from offline_rl.episode import SingleAgentEpisode
+    from offline_rl.episodes.episode import SingleAgentEpisode
+    from offline_rl.formats.tabular import table_to_numpy
 
     table = read_parquet(source)
     folders = {name: out / name for name in FORMATS}

@@ -46,7 +46,7 @@ def recorded_steps_per_s(runners: int, num_envs: int, episodes: int, write_episo
                   .offline_data(output=out, output_write_episodes=write_episodes,
                                 output_compress_columns=["obs"] if compress else [])
                   .debugging(seed=0))
-        recorder = Recorder(config, scripted)
+        recorder = Recorder(config.recorder_config(), scripted)
         recorder.record(runners, progress=False)  # actors up and warm
         started = time.perf_counter()
         stats = recorder.record(episodes, progress=False)

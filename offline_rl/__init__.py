@@ -27,10 +27,10 @@ _LAZY = {
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",
-    "SingleAgentEpisode": "offline_rl.episode",
-    "EpisodeReplayBuffer": "offline_rl.replay_buffer",
-    "RLModuleSpec": "offline_rl.core.rl_module_spec",
-    "DefaultModelConfig": "offline_rl.core.rl_module_spec",
+    "SingleAgentEpisode": "offline_rl.episodes.episode",
+    "EpisodeReplayBuffer": "offline_rl.episodes.replay_buffer",
+    "RLModuleSpec": "offline_rl.models.rl_module_spec",
+    "DefaultModelConfig": "offline_rl.models.model_config",
 }
 
 __all__ = ["SCHEMA", "Columns", *_LAZY]

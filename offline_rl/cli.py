@@ -245,7 +245,7 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from offline_rl.checkpoint import load_module, read_config
+    from offline_rl.algorithms.checkpoint import load_module, read_config
     from offline_rl.evaluation.env_evaluation import EnvEvaluator
 
     config = read_config(args.checkpoint)
@@ -275,13 +275,15 @@ def _make_dataset(args: argparse.Namespace) -> int:
 def _record(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.checkpoint import load_module
     from offline_rl.recording.recorder import Recorder
 
     config = AlgorithmConfig.from_yaml(args.config)
     if args.output:
         config.offline_data(output=args.output)
+    policy = load_module(args.checkpoint)
     start_ray(verbose=args.verbose)
-    with Recorder(config, str(args.checkpoint)) as recorder:
+    with Recorder(config.recorder_config(), policy) as recorder:
         stats = recorder.record(args.episodes)
         stats["files"] = len(recorder.stop())
     print(json.dumps({**stats, "output": config.output}))

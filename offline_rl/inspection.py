@@ -7,7 +7,7 @@ summed into one episode).
 
 Example:
     >>> import tempfile
-    >>> from offline_rl.episode import SingleAgentEpisode
+    >>> from offline_rl.episodes.episode import SingleAgentEpisode
     >>> from offline_rl.recording.writer import EpisodeWriter
     >>> folder = tempfile.mkdtemp()
     >>> writer = EpisodeWriter(folder, env_name="demo", write_episodes=False)
@@ -38,11 +38,11 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.checks import check_actions
-from offline_rl.data.episode_input import decode_episode
-from offline_rl.data.input_reader import filesystem_path, is_uri, resolve_filesystem
-from offline_rl.data.tabular import column_to_numpy
 from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.formats.checks import check_actions
+from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.tabular import column_to_numpy
 
 #: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
 CARD_NAME = "dataset.json"

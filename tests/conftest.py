@@ -1,30 +1,8 @@
-"""Shared test fixtures: one local Ray instance per session and small recorded datasets."""
+"""Shared test fixtures (the session-wide ones, Ray and the dataset, are in session_fixtures.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-
-@pytest.fixture(scope="session")
-def ray_session():
-    """A real local Ray instance (2 CPUs, like CI), shared by every test that needs one."""
-    import ray
-
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield
-    ray.shutdown()
-
-
-@pytest.fixture(scope="session")
-def cartpole_data(tmp_path_factory) -> Path:
-    """40 episodes of the CartPole expert tier (5% random actions, ~20k steps), tabular."""
-    from offline_rl.datasets import make_dataset
-
-    path = tmp_path_factory.mktemp("datasets") / "cartpole-expert"
-    make_dataset("CartPole-v1", path, tier="expert", episodes=40, seed=0, progress=False)
-    return path
 
 
 @pytest.fixture()

@@ -91,6 +91,7 @@ class AddModuleLogits(ConnectorV2):
     """Needs the module: adds its action logits for each transition's observation."""
 
     needs_module = True
+    needs_episodes = True
 
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         obs = np.concatenate([np.asarray(e.get_observations())[:-1] for e in episodes])

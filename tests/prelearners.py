@@ -33,3 +33,18 @@ class DiesOnce(OfflinePreLearner):
         if self.calls == 2 and ray.get(ray.get_actor(LOG_NAME).first_call.remote("died")):
             os._exit(1)
         return super().__call__(batch)
+
+
+class ReportsImports(OfflinePreLearner):
+    """Maps rows as usual and adds, per row, whether torch and the algorithms were imported in
+    this actor's process (column ``heavy_imports``)."""
+
+    def __call__(self, batch):
+        import sys
+
+        import numpy as np
+
+        columns = super().__call__(batch)
+        heavy = "torch" in sys.modules or "offline_rl.algorithms.algorithm" in sys.modules
+        columns["heavy_imports"] = np.full(len(columns["obs"]), heavy)
+        return columns

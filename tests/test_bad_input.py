@@ -19,9 +19,9 @@ import pytest
 
 from offline_rl import OfflineData, OfflinePreLearner, SingleAgentEpisode
 from offline_rl.codec import pack_episode_state
-from offline_rl.data.episode_input import decode_episode
 from offline_rl.data.offline_data import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError
+from offline_rl.formats.episode_input import decode_episode
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 pytestmark = pytest.mark.timeout(120)

@@ -17,9 +17,9 @@ import pytest
 
 from offline_rl import BCConfig, OfflinePreLearner
 from offline_rl.compression import pack_array
-from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
+from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.inspection import inspect_dataset
 from offline_rl.recording.convert import (
     minari_to_episodes,

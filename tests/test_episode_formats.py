@@ -14,10 +14,10 @@ import pytest
 from connectors import default_learner_pipeline
 from offline_rl import BCConfig, EpisodeReplayBuffer, OfflineData, OfflinePreLearner
 from offline_rl.codec import pack_episode_state
-from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
-from offline_rl.data.transitions import Transitions
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EPISODES = FIXTURES / "rllib_cartpole_episodes"

@@ -18,10 +18,10 @@ from offline_rl.data.input_reader import (
     check_parquet_columns,
     input_paths,
     read_input,
-    resolve_filesystem,
     resolve_read_method,
 )
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
+from offline_rl.filesystems import resolve_filesystem
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 BUCKET = "offline-rl"

@@ -183,8 +183,8 @@ def test_learners_that_cannot_fit_fail_fast(indexed_data, ray_session):
 
 
 def test_synced_module_loads_published_weights_every_period(ray_session):
-    from offline_rl.core.rl_module_spec import RLModuleSpec
     from offline_rl.data.module_weights import ModuleWeights, SyncedModule, numpy_state
+    from offline_rl.models.rl_module_spec import RLModuleSpec
 
     spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (4,), np.float32),
                         action_space=gym.spaces.Discrete(2), model_config={"fcnet_hiddens": [8]})

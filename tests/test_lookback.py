@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from offline_rl.codec import pack_episode_state, unpack_episode_state
-from offline_rl.lookback import InfiniteLookbackBuffer
+from offline_rl.episodes.lookback import InfiniteLookbackBuffer
 
 
 def buffers(data, lookback, space=None):

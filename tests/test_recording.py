@@ -13,10 +13,10 @@ import ray
 from offline_rl import BCConfig
 from offline_rl.codec import unpack_episode_state
 from offline_rl.compression import decompress_column
-from offline_rl.data.episode_input import decode_episode
-from offline_rl.data.tabular import table_to_numpy
-from offline_rl.data.transitions import Transitions
-from offline_rl.episode import STATE_KEYS
+from offline_rl.episodes.episode import STATE_KEYS
+from offline_rl.episodes.transitions import Transitions
+from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.tabular import table_to_numpy
 from offline_rl.recording.recorder import Recorder
 from offline_rl.recording.rollout import as_batch_policy, rollout
 from offline_rl.recording.writer import EpisodeWriter
@@ -113,7 +113,7 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
               .env_runners(num_env_runners=2, num_envs_per_env_runner=2, num_cpus_per_env_runner=0)
               .offline_data(output=str(tmp_path / "out"), output_write_episodes=False)
               .debugging(seed=0))
-    with Recorder(config, alternating) as recorder:
+    with Recorder(config.recorder_config(), alternating) as recorder:
         stats = recorder.record(6, progress=False)
         files = recorder.stop()
     assert stats["num_episodes"] == 6
@@ -145,7 +145,7 @@ def test_killed_recorder_leaves_only_whole_files(ray_session, tmp_path):
               .env_runners(num_cpus_per_env_runner=0)
               .offline_data(output=str(tmp_path), output_max_rows_per_file=2)
               .debugging(seed=0))
-    recorder = Recorder(config, DiesAfter(steps=150))
+    recorder = Recorder(config.recorder_config(), DiesAfter(steps=150))
     with pytest.raises(ray.exceptions.RayActorError):
         recorder.record(50, progress=False)
     items = read_files(tmp_path).column("item").to_pylist()

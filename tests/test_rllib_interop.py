@@ -144,7 +144,7 @@ def our_writes(ray_session, rllib_recordings, tmp_path_factory) -> dict[str, Pat
                   .env_runners(num_env_runners=1)
                   .offline_data(output=str(root / f"recorder-{name}"),
                                 output_write_episodes=episodes, output_compress_columns=compress))
-        with Recorder(config, alternating) as recorder:
+        with Recorder(config.recorder_config(), alternating) as recorder:
             recorder.record(4, progress=False)
         writes[f"recorder-{name}"] = root / f"recorder-{name}"
     training = bc_config("CartPole-v1", str(rllib_recordings["CartPole-v1/tabular"]))

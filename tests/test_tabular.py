@@ -12,7 +12,7 @@ import pytest
 
 from connectors import default_learner_pipeline
 from offline_rl.data.prelearner import EPISODE_BOOKKEEPING
-from offline_rl.data.tabular import (
+from offline_rl.formats.tabular import (
     DataFormatError,
     column_to_numpy,
     resolve_schema,

@@ -24,6 +24,8 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
         [array([0, 1])]
     """
 
+    needs_episodes = True
+
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  as_learner_connector: bool = False, **kwargs: Any):
         super().__init__(input_observation_space, input_action_space, **kwargs)

@@ -27,6 +27,8 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         [array([False,  True])]
     """
 
+    needs_episodes = True
+
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         present = set(batch)
         for episode in self.single_agent_episode_iterator(episodes):

@@ -19,6 +19,8 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
         [array([1, 2])]
     """
 
+    needs_episodes = True
+
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         if Columns.NEXT_OBS in batch:
             return batch

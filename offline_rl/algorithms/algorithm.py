@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from offline_rl import checkpoint
+from offline_rl.algorithms import checkpoint
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
@@ -101,11 +101,17 @@ class Algorithm:
                 seed=self.config.seed,
             )
         self.observation_space, self.action_space = self._spaces()
-        # Checks the input (files, columns, the first rows) before any Ray work.
-        self.offline_data = OfflineData(self.config, (self.observation_space, self.action_space))
-        self._started_ray = start_ray()
-        spec = self.config.get_rl_module_spec(self.observation_space, self.action_space)
-        self.learner_group = LearnerGroup(self.config, spec, self.offline_data)
+        spaces = (self.observation_space, self.action_space)
+        offline_data_class = self.config.resolved_offline_data_class()
+        if offline_data_class is None:
+            # Checks the input (files, columns, the first rows) before any Ray work.
+            self.offline_data = OfflineData(self.config.data_config(spaces), spaces)
+            self._started_ray = start_ray()
+        else:  # a custom class may use Ray as it is built
+            self._started_ray = start_ray()
+            self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
+        spec = self.config.get_rl_module_spec(*spaces)
+        self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
         observation_space = self.config.observation_space
@@ -179,7 +185,7 @@ class Algorithm:
         if self.config.output:
             policy = copy.deepcopy(self.module).cpu()
             if self.recorder is None:
-                self.recorder = Recorder(self.config, policy)
+                self.recorder = Recorder(self.config.recorder_config(), policy)
                 policy = None
             recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
                                             progress=False)

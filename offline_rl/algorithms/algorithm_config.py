@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import yaml
 
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
-from offline_rl.core.rl_module_spec import DefaultModelConfig, RLModuleSpec, import_object
-from offline_rl.data.checks import ACTION_BOUNDS_POLICIES, NONFINITE_POLICIES
+from offline_rl.algorithms.config_checks import config_problems
+from offline_rl.algorithms.registry import (
+    get_algorithm_config_class,
+    note_config_class,
+    saved_config_class,
+)
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import ConfigError
-from offline_rl.recording.writer import WRITE_METHODS
+from offline_rl.import_path import import_object, import_path
+from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.spaces import space_from_dict, space_to_dict
-
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm import Algorithm
 
 
 class _NotProvided:
@@ -34,8 +41,6 @@ NotProvided: Any = _NotProvided()
 #: Builder methods, in the order ``to_dict`` writes their sections.
 SECTIONS = ("environment", "training", "learners", "env_runners", "offline_data", "evaluation",
             "rl_module", "debugging")
-_RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
-PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
 class AlgorithmConfig:
@@ -60,6 +65,10 @@ class AlgorithmConfig:
     """
 
     algo_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        note_config_class(cls)
 
     def __init__(self) -> None:
         # environment
@@ -104,7 +113,9 @@ class AlgorithmConfig:
         self.prelearner_class: type | str | None = None
         self.prelearner_buffer_class: type | str | None = None
         self.prelearner_buffer_kwargs: dict[str, Any] = {}
+        self.prelearner_kwargs: dict[str, Any] = {}
         self.prelearner_module_synch_period = 10
+        self.offline_data_class: type | str | None = None
         self.dataset_num_iters_per_learner: int | None = None
         self.output: str | None = None
         self.output_compress_columns: list[str] = ["obs", "new_obs"]
@@ -182,7 +193,9 @@ class AlgorithmConfig:
                      prelearner_class: type | str | None = NotProvided,
                      prelearner_buffer_class: type | str | None = NotProvided,
                      prelearner_buffer_kwargs: dict[str, Any] = NotProvided,
+                     prelearner_kwargs: dict[str, Any] = NotProvided,
                      prelearner_module_synch_period: int = NotProvided,
+                     offline_data_class: type | str | None = NotProvided,
                      dataset_num_iters_per_learner: int | None = NotProvided,
                      output: str | None = NotProvided,
                      output_compress_columns: list[str] = NotProvided,
@@ -200,7 +213,9 @@ class AlgorithmConfig:
         with ``Box`` actions outside the action space, ``"keep"`` (default: RLlib records the
         sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way.
         ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one
-        full epoch of each learner's shard."""
+        full epoch of each learner's shard. ``prelearner_kwargs`` go to the PreLearner's
+        constructor and its ``_map_to_episodes``; ``offline_data_class`` replaces
+        ``OfflineData``."""
         return self._set(locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -230,19 +245,20 @@ class AlgorithmConfig:
 
     # ------------------------------------------------------------------------ construction
     @property
-    def algo_class(self) -> type[Algorithm]:
-        """The ``Algorithm`` class this config builds."""
-        from offline_rl.algorithms.algorithm import Algorithm
-
-        return Algorithm
+    def algo_class(self) -> type | None:
+        """The ``Algorithm`` class this config builds (each algorithm's config names its own)."""
+        return None
 
     def get_default_learner_class(self) -> type:
         """The ``Learner`` subclass holding this algorithm's loss (imports torch)."""
-        raise TypeError(f"{type(self).__name__} does not name a learner; use an algorithm "
-                        "config such as BCConfig")
+        raise ConfigError(f"{type(self).__name__} does not name a learner; use an algorithm "
+                          "config such as BCConfig")
 
-    def build(self) -> Algorithm:
+    def build(self) -> Any:
         """Validates the config and builds the algorithm (starts or connects to Ray)."""
+        if self.algo_class is None:
+            raise ConfigError(f"{type(self).__name__} builds no algorithm; use an algorithm "
+                              "config such as BCConfig")
         return self.algo_class(self)
 
     def get_rl_module_spec(self, observation_space: gym.Space,
@@ -256,8 +272,10 @@ class AlgorithmConfig:
         return spec
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
-                                input_action_space: gym.Space | None) -> ConnectorPipelineV2:
-        """The learner pipeline: custom ``learner_connector`` pieces, then the defaults."""
+                                input_action_space: gym.Space | None,
+                                device: Any = None) -> ConnectorPipelineV2:
+        """The learner pipeline: custom ``learner_connector`` pieces, then the defaults.
+        Override it to ``prepend``, ``insert_after`` or ``append`` pieces."""
         pipeline = ConnectorPipelineV2(input_observation_space, input_action_space)
         if self.learner_connector is not None:
             make = self.learner_connector
@@ -271,119 +289,41 @@ class AlgorithmConfig:
                 pipeline.append(piece)
         return pipeline
 
-    def resolved_prelearner_class(self) -> type:
-        """``prelearner_class`` as a class (``OfflinePreLearner`` by default)."""
-        from offline_rl.data.prelearner import OfflinePreLearner
+    def data_config(self, spaces: tuple[gym.Space, gym.Space]) -> DataConfig:
+        """What the data layer needs: the ``offline_data`` fields, with classes given as
+        strings imported, and the learner pipeline and module spec built for ``spaces``."""
+        return DataConfig(**{
+            **self._fields_of(DataConfig),
+            "prelearner_class": _as_class(self.prelearner_class),
+            "prelearner_buffer_class": _as_class(self.prelearner_buffer_class),
+            "learner_pipeline": self.build_learner_connector(*spaces),
+            "rl_module_spec": self.get_rl_module_spec(*spaces),
+        })
 
-        if self.prelearner_class is None:
-            return OfflinePreLearner
-        cls = self.prelearner_class
-        return import_object(cls) if isinstance(cls, str) else cls
+    def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:
+        """What the learners need: optimizer, placement and iteration settings."""
+        return LearnerConfig(**{**self._fields_of(LearnerConfig),
+                                "learner_class": self.get_default_learner_class(),
+                                "module_spec": module_spec})
+
+    def recorder_config(self) -> RecorderConfig:
+        """What a ``Recorder`` needs: the env, the env runners and the ``output*`` options."""
+        return RecorderConfig(**self._fields_of(RecorderConfig))
+
+    def resolved_offline_data_class(self) -> type | None:
+        """``offline_data_class`` as a class (``None``: offline-rl's ``OfflineData``)."""
+        return _as_class(self.offline_data_class)
+
+    def _fields_of(self, config_class: type) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(config_class)
+                if f.name in vars(self)}
 
     # -------------------------------------------------------------------------- validation
     def validate(self) -> None:
-        """Raises ``ValueError`` listing every invalid field with what it must be."""
-        errors = [f"{field}: {problem}" for field, problem in self._problems()]
+        """Raises ``ConfigError`` listing every invalid field with what it must be."""
+        errors = [f"{field}: {problem}" for field, problem in config_problems(self)]
         if errors:
             raise ConfigError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
-
-    def _problems(self) -> list[tuple[str, str]]:
-        from offline_rl.data.input_reader import resolve_filesystem
-
-        problems = []
-
-        def check(ok: bool, field: str, problem: str) -> None:
-            if not ok:
-                problems.append((field, problem))
-
-        has_spaces = self.observation_space is not None and self.action_space is not None
-        check(self.env is not None or has_spaces, "environment",
-              "set env=, or both observation_space= and action_space=")
-        check(bool(self.input_), "input_", "set the path(s) of the data to train on")
-        check(_positive(self.lr), "lr", f"must be a number > 0, got {self.lr!r}")
-        check(_positive_int(self.train_batch_size_per_learner), "train_batch_size_per_learner",
-              f"must be an int >= 1, got {self.train_batch_size_per_learner!r}")
-        check(self.grad_clip is None or _positive(self.grad_clip), "grad_clip",
-              f"must be None or a number > 0, got {self.grad_clip!r}")
-        check(self.grad_clip_by in ("value", "norm", "global_norm"), "grad_clip_by",
-              f"must be 'value', 'norm' or 'global_norm', got {self.grad_clip_by!r}")
-        check(_non_negative_int(self.num_learners), "num_learners",
-              f"must be an int >= 0, got {self.num_learners!r}")
-        check(self.num_cpus_per_learner == "auto" or _non_negative(self.num_cpus_per_learner),
-              "num_cpus_per_learner",
-              f"must be 'auto' or a number >= 0, got {self.num_cpus_per_learner!r}")
-        check(self.placement_strategy in PLACEMENT_STRATEGIES, "placement_strategy",
-              f"must be one of {PLACEMENT_STRATEGIES}, got {self.placement_strategy!r}")
-        check(_non_negative(self.num_gpus_per_learner), "num_gpus_per_learner",
-              f"must be a number >= 0, got {self.num_gpus_per_learner!r}")
-        check(not (self.num_gpus_per_learner and self.num_cpus_per_learner != "auto"),
-              "num_cpus_per_learner", "set either num_gpus_per_learner or num_cpus_per_learner")
-        check(self.dataset_num_iters_per_learner is None
-              or _positive_int(self.dataset_num_iters_per_learner),
-              "dataset_num_iters_per_learner",
-              f"must be None or an int >= 1, got {self.dataset_num_iters_per_learner!r}")
-        check(_positive_int(self.prelearner_module_synch_period),
-              "prelearner_module_synch_period",
-              f"must be an int >= 1, got {self.prelearner_module_synch_period!r}")
-        check(self.input_read_batch_size is None or _positive_int(self.input_read_batch_size),
-              "input_read_batch_size",
-              f"must be None or an int >= 1, got {self.input_read_batch_size!r}")
-        try:
-            resolve_filesystem(self.input_filesystem, self.input_filesystem_kwargs)
-        except ValueError as error:
-            problems.append(("input_filesystem", str(error)))
-        check(not (self.input_read_episodes and self.input_read_sample_batches),
-              "input_read_episodes", "input_read_episodes and input_read_sample_batches are both "
-              "set; choose the one format the data is in")
-        check(self.input_nonfinite in NONFINITE_POLICIES, "input_nonfinite",
-              f"must be one of {NONFINITE_POLICIES}, got {self.input_nonfinite!r}")
-        check(self.input_action_bounds in ACTION_BOUNDS_POLICIES, "input_action_bounds",
-              f"must be one of {ACTION_BOUNDS_POLICIES}, got {self.input_action_bounds!r}")
-        check(isinstance(self.input_compress_columns, list | tuple), "input_compress_columns",
-              f"must be a list of column names, got {self.input_compress_columns!r}")
-        check(isinstance(self.input_read_method, str) or callable(self.input_read_method),
-              "input_read_method", "must be a ray.data.read_* name or a callable")
-        check("batch_size" not in self.map_batches_kwargs, "map_batches_kwargs",
-              "batch_size is chosen by offline-rl (set input_read_batch_size instead)")
-        reserved = [k for k in _RESERVED_ITER_KWARGS if k in self.iter_batches_kwargs]
-        check(not reserved, "iter_batches_kwargs",
-              f"{reserved} are set by offline-rl: train batches hold exactly "
-              "train_batch_size_per_learner rows")
-        check(self.output is None or isinstance(self.output, str), "output",
-              f"must be one path or URI (a str), got {self.output!r}; recordings go to one place")
-        check(self.output_write_method in WRITE_METHODS, "output_write_method",
-              f"must be one of {sorted(WRITE_METHODS)}, got {self.output_write_method!r}")
-        check(not (self.output_write_episodes and self.output_write_method != "write_parquet"),
-              "output_write_method", "episodes (output_write_episodes=True) are written as "
-              "Parquet; use write_parquet or set output_write_episodes=False")
-        check(self.output_max_rows_per_file is None or _positive_int(self.output_max_rows_per_file),
-              "output_max_rows_per_file",
-              f"must be None or an int >= 1, got {self.output_max_rows_per_file!r}")
-        check(_positive_int(self.output_max_file_size), "output_max_file_size",
-              f"must be an int >= 1 (bytes), got {self.output_max_file_size!r}")
-        check(_positive_int(self.num_env_runners), "num_env_runners",
-              f"must be an int >= 1, got {self.num_env_runners!r}")
-        check(_positive_int(self.num_envs_per_env_runner), "num_envs_per_env_runner",
-              f"must be an int >= 1, got {self.num_envs_per_env_runner!r}")
-        check(_non_negative(self.num_cpus_per_env_runner), "num_cpus_per_env_runner",
-              f"must be a number >= 0, got {self.num_cpus_per_env_runner!r}")
-        check(self.batch_mode == "complete_episodes", "batch_mode",
-              f"must be 'complete_episodes' (offline data holds whole episodes), got "
-              f"{self.batch_mode!r}")
-        check(self.evaluation_interval is None or _positive_int(self.evaluation_interval),
-              "evaluation_interval",
-              f"must be None or an int >= 1, got {self.evaluation_interval!r}")
-        check(_positive_int(self.evaluation_duration), "evaluation_duration",
-              f"must be an int >= 1, got {self.evaluation_duration!r}")
-        check(self.evaluation_duration_unit == "episodes", "evaluation_duration_unit",
-              f"must be 'episodes', got {self.evaluation_duration_unit!r}")
-        check(self.evaluation_interval is None or self.env is not None, "evaluation_interval",
-              "evaluation needs an env: set config.environment(env=...)")
-        try:
-            DefaultModelConfig.from_dict(self.model_config)
-        except (TypeError, ValueError) as error:
-            problems.append(("model_config", str(error)))
-        return problems
 
     # ---------------------------------------------------------------------- serialization
     def copy(self) -> AlgorithmConfig:
@@ -394,6 +334,8 @@ class AlgorithmConfig:
         """``{"algorithm": name, section: {field: value}}``, one section per builder method;
         spaces are written in RLlib's space-dict layout."""
         result: dict[str, Any] = {"algorithm": self.algo_name}
+        if not self.algo_name or get_algorithm_config_class(self.algo_name) is not type(self):
+            result["config_class"] = import_path(type(self))
         for section in SECTIONS:
             values = {name: getattr(self, name) for name in self._section_fields(section)}
             for name in ("observation_space", "action_space"):
@@ -404,13 +346,14 @@ class AlgorithmConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> AlgorithmConfig:
-        """Builds a config from ``to_dict``'s layout; unknown sections or keys are errors."""
-        from offline_rl.algorithms import get_algorithm_config_class
+        """Builds a config from ``to_dict``'s layout; unknown sections or keys are errors.
 
+        The class is the registered one of ``algorithm``, or the ``config_class`` the config
+        was saved from when that class is defined in this process (offline-rl never imports
+        code a file names)."""
         values = dict(values)
         name = values.pop("algorithm", None) or cls.algo_name
-        config_cls = get_algorithm_config_class(name) if name else cls
-        config = config_cls()
+        config = saved_config_class(name, values.pop("config_class", None), cls)()
         for section, options in values.items():
             if section not in SECTIONS:
                 raise ConfigError(f"unknown config section {section!r}; sections are "
@@ -436,7 +379,8 @@ class AlgorithmConfig:
         return cls.from_dict(values)
 
     def to_yaml(self, path: str | Path) -> None:
-        """Writes the config as YAML (callables must be given as 'module:Name' strings)."""
+        """Writes the config as YAML; raises ``ConfigError`` naming a field holding a value YAML
+        cannot hold (give callables as 'module:Name' strings)."""
         Path(path).write_text(yaml.safe_dump(_yaml_safe(self.to_dict()), sort_keys=False))
 
     def _section_fields(self, section: str) -> list[str]:
@@ -457,17 +401,5 @@ def _yaml_safe(value: Any, where: str = "config") -> Any:
                      "functions as 'package.module:Name' strings")
 
 
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-
-
-def _non_negative(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _non_negative_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _as_class(value: type | str | None) -> type | None:
+    return import_object(value) if isinstance(value, str) else value

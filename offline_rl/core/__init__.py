@@ -1,1 +1,2 @@
-"""Modules, distributions and learners (torch lives here, imported on demand)."""
+"""Learning: ``Learner`` (one torch module and its optimizer), ``LearnerWorker`` and
+``LearnerGroup``."""

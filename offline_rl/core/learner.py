@@ -5,17 +5,15 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from connectors import NumpyToTensor
-from offline_rl.core.rl_module_spec import RLModuleSpec
-
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.models.rl_module_spec import RLModuleSpec
 
 DEFAULT_MODULE_ID = "default_policy"
 
@@ -46,8 +44,9 @@ class Learner(ABC):
         ['learner_update_timer', 'num_module_steps_trained']
     """
 
-    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec):
+    def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None):
         self.config = config
+        module_spec = module_spec or config.module_spec
         self.device = resolve_device(config.num_gpus_per_learner)
         if config.seed is not None:
             torch.manual_seed(config.seed)

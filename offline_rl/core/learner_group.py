@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 import torch
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
+from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
-from offline_rl.errors import OfflineRLError, ResourceError
+from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
 
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-    from offline_rl.core.rl_module_spec import RLModuleSpec
-    from offline_rl.data.offline_data import OfflineData
-
+#: The keywords of RLlib's ``OfflineData.sample``, all an override is sure to take.
+RLLIB_SAMPLE_KEYWORDS = ("num_samples", "return_iterator", "num_shards")
 #: Seconds to wait for the cluster to place the learners before giving up with an error.
 PLACEMENT_TIMEOUT_S = 60
 #: Seconds to wait, after a learner fails, for the others to report whether one of them died.
@@ -32,22 +31,30 @@ class LearnerDiedError(OfflineRLError, RuntimeError):
 class LearnerGroup:
     """Trains ``num_learners`` learners on ``offline_data`` and keeps their weights identical.
 
-    ``num_learners=0``: one learner in this process, fed by ``offline_data.start()``.
+    ``num_learners=0``: one learner in this process, reading ``offline_data.sample()``.
     ``num_learners=N``: N ``LearnerWorker`` actors placed by a placement group
     (``placement_strategy``, with ``num_cpus_per_learner``/``num_gpus_per_learner`` each), each
-    consuming its own ``streaming_split`` shard (created once, with the learners' nodes as
-    locality hints) and averaging gradients with ``torch.distributed``. ``train()`` returns one
-    figures dict per learner. A learner that dies raises ``LearnerDiedError`` naming it.
+    consuming its own ``streaming_split`` shard (``offline_data.sample(return_iterator=True,
+    num_shards=N)``, created once, with the learners' nodes as locality hints) and averaging
+    gradients with ``torch.distributed``. ``train()`` returns one figures dict per learner. A
+    learner that dies raises ``LearnerDiedError`` naming it.
 
     Example:
-        >>> group = LearnerGroup(config, spec, offline_data)     # doctest: +SKIP
-        >>> [r["num_updates"] for r in group.train()]            # doctest: +SKIP
-        [19, 19]
-        >>> group.stop()                                         # doctest: +SKIP
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
+        ...           .training(train_batch_size_per_learner=256)
+        ...           .offline_data(dataset_num_iters_per_learner=5))
+        >>> spaces = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+        >>> data = OfflineData(config.data_config(spaces), spaces)
+        >>> group = LearnerGroup(config.learner_config(config.get_rl_module_spec(*spaces)), data)
+        >>> [figures["num_updates"] for figures in group.train()]
+        [5]
+        >>> group.stop(); data.stop()
     """
 
-    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec,
-                 offline_data: OfflineData):
+    def __init__(self, config: LearnerConfig, offline_data: OfflineData):
+        module_spec = config.module_spec
         self.config = config
         self.offline_data = offline_data
         self.num_learners = config.num_learners
@@ -59,9 +66,10 @@ class LearnerGroup:
         #: Optimizer steps taken so far.
         self.num_steps = 0
         if self.num_learners == 0:
+            _check_epoch_ends(offline_data, config.dataset_num_iters_per_learner)
             offline_data.start()
-            self._local = LearnerWorker(config, module_spec)
-            self._local.attach(offline_data.stream)
+            self._local = LearnerWorker(config)
+            self._local.attach(offline_data)
         else:
             self._module = module_spec.build()
             try:
@@ -71,7 +79,7 @@ class LearnerGroup:
                 raise
         self._publish_weights()
 
-    def _start_actors(self, module_spec: RLModuleSpec) -> None:
+    def _start_actors(self, module_spec: Any) -> None:
         config, n = self.config, self.num_learners
         cpus = learner_cpus(config.num_cpus_per_learner, n, config.num_gpus_per_learner,
                             config.map_batches_kwargs, ray.cluster_resources())
@@ -96,11 +104,12 @@ class LearnerGroup:
         remote_worker = ray.remote(LearnerWorker)
         self._actors = [
             remote_worker.options(num_cpus=cpus, num_gpus=gpus, max_restarts=0,
-                                  **options[rank]).remote(config, module_spec)
+                                  **options[rank]).remote(config)
             for rank in range(n)
         ]
-        dataset = self.offline_data.build(reserved_cpus=n * cpus)  # while the actors start
-        shards = dataset.streaming_split(n, equal=True, locality_hints=self._call_all("node_id"))
+        self.offline_data.build(reserved_cpus=n * cpus)  # while the actors start
+        shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
+                              locality_hints=self._call_all("node_id"))
         self._wait([actor.attach.remote(shard) for actor, shard in zip(self._actors, shards)])
         if n > 1:
             address = self._wait([self._actors[0].free_address.remote()])[0]
@@ -219,3 +228,25 @@ class LearnerGroup:
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
+
+
+def _call_sample(offline_data: OfflineData, **kwargs: Any) -> Any:
+    """``offline_data.sample(**kwargs)``; an overridden ``sample`` (RLlib's signature) gets
+    only RLlib's keywords."""
+    if _overrides_sample(offline_data):
+        kwargs = {name: value for name, value in kwargs.items() if name in RLLIB_SAMPLE_KEYWORDS}
+    return offline_data.sample(**kwargs)
+
+
+def _check_epoch_ends(offline_data: OfflineData, planned: int | None) -> None:
+    """One epoch per iteration (``dataset_num_iters_per_learner=None``) needs offline-rl's
+    ``sample()``, which says where an epoch ends."""
+    if planned is None and _overrides_sample(offline_data):
+        raise ConfigError(
+            f"{type(offline_data).__name__} overrides sample(), which cannot say where an epoch "
+            "ends, so a training iteration cannot run one epoch; set "
+            "config.offline_data(dataset_num_iters_per_learner=<updates per iteration>)")
+
+
+def _overrides_sample(offline_data: OfflineData) -> bool:
+    return type(offline_data).sample is not OfflineData.sample

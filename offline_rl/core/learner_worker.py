@@ -6,20 +6,17 @@ from __future__ import annotations
 import datetime
 import functools
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import ray
 import torch
 import torch.distributed as dist
 
-from offline_rl.data.batch_stream import BatchStream
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
 from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
-from offline_rl.data.offline_data import epoch_batches
-
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-    from offline_rl.core.rl_module_spec import RLModuleSpec
+from offline_rl.data.offline_data import OfflineData
 
 #: Seconds a learner waits for the others in a collective (joining, or their gradients while
 #: their data is still being read). A learner that dies is caught sooner by ``LearnerGroup``.
@@ -30,45 +27,69 @@ class LearnerWorker:
     """Runs ``dataset_num_iters_per_learner`` updates (``None``: one epoch of its data) per
     ``train()`` and reports what it did.
 
-    ``LearnerGroup`` makes one in the driver (``num_learners=0``), fed by ``OfflineData``'s
-    stream, or one per Ray actor, each fed by its own ``streaming_split`` shard and joined to a
-    ``torch.distributed`` process group so all learners take the same averaged step.
+    ``LearnerGroup`` makes one in the driver (``num_learners=0``), reading
+    ``OfflineData.sample()``, or one per Ray actor, each fed by its own ``streaming_split``
+    shard and joined to a ``torch.distributed`` process group so all learners take the same
+    averaged step.
 
     Example:
-        >>> worker = LearnerWorker(config, spec)                    # doctest: +SKIP
-        >>> worker.attach(offline_data.start().stream)              # doctest: +SKIP
-        >>> worker.train()["num_updates"]                           # doctest: +SKIP
-        39
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
+        ...           .training(train_batch_size_per_learner=256))
+        >>> spaces = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+        >>> spec = config.get_rl_module_spec(*spaces)
+        >>> worker = LearnerWorker(config.learner_config(spec))
+        >>> data = OfflineData(config.data_config(spaces), spaces)
+        >>> worker.attach(data)
+        >>> worker.train()["num_updates"] > 10   # one epoch of about 20k rows
+        True
+        >>> worker.stop(); data.stop()
     """
 
-    def __init__(self, config: AlgorithmConfig, module_spec: RLModuleSpec):
+    def __init__(self, config: LearnerConfig):
         self.config = config
-        self.learner = config.get_default_learner_class()(config, module_spec)
+        self.learner = config.learner_class(config, config.module_spec)
+        self.data: OfflineData | None = None
         self.stream: BatchStream | None = None
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
-    def attach(self, source: BatchStream | ray.data.DataIterator) -> None:
-        """Trains on ``source``: a running ``BatchStream``, or a shard to stream epochs of."""
-        if isinstance(source, BatchStream):
-            self.stream = source
+    def attach(self, source: OfflineData | ray.data.DataIterator) -> None:
+        """Trains on ``source``: ``OfflineData`` in this process (read with its ``sample()``,
+        which a subclass may override), or a shard to stream epochs of."""
+        if isinstance(source, OfflineData):
+            self.data = source
             return
-        self.stream = BatchStream(lambda: source,
-                                  functools.partial(epoch_batches, config=self.config)).start()
+        config = self.config
+        self.stream = BatchStream(lambda: source, functools.partial(
+            epoch_batches, batch_size=config.train_batch_size_per_learner,
+            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed)).start()
+
+    def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
+        if self.data is None:
+            return self.stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
+        if stop_at_epoch_end:  # only then: RLlib's sample() signature lacks the keyword
+            return self.data.sample(num_rows, stop_at_epoch_end=True)
+        return self.data.sample(num_rows)
+
+    @property
+    def stats(self) -> StreamStats:
+        """What this learner's data stream did so far."""
+        return self.data.stats if self.data is not None else self.stream.stats
 
     def train(self) -> dict[str, Any]:
         """One iteration: updates until the planned count (or the epoch's end) and, with other
         learners, until none of them has a batch left. Returns this learner's figures."""
         planned = self.config.dataset_num_iters_per_learner
         batch_size = self.config.train_batch_size_per_learner
-        stats = self.stream.stats
+        stats = self.stats
         wait_before, epochs_before = stats.wait_s, stats.epochs_completed
         updates, staleness, steps, has_data = [], [], 0, True
         while True:
             batch = None
             if has_data and (planned is None or len(updates) < planned):
-                batch = self.stream.next_batch(batch_size, stop_at_epoch_end=bool(updates)
-                                               and planned is None)
+                batch = self._next_batch(batch_size, bool(updates) and planned is None)
             has_data = batch is not None
             if batch is not None and WEIGHTS_VERSION in batch:
                 staleness.append(float(np.mean(self.num_steps - batch.pop(WEIGHTS_VERSION))))
@@ -130,7 +151,9 @@ class LearnerWorker:
         self.num_steps = num_steps
 
     def stop(self) -> None:
-        """Stops the data stream and leaves the process group."""
+        """Stops its shard's stream (``OfflineData`` is its owner's to stop) and leaves the
+        process group."""
+        self.data = None
         if self.stream is not None:
             self.stream.stop()
             self.stream = None

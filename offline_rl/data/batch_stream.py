@@ -5,14 +5,21 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import ray.data
 
 from offline_rl.errors import DataFormatError
 
 Batch = dict[str, np.ndarray]
+
+#: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
+ROWS_PER_FETCH = 8
+#: Default prefetch depth of ``iter_batches``.
+DEFAULT_PREFETCH_BATCHES = 2
 
 _EPOCH_END = "epoch_end"
 _BATCH = "batch"
@@ -162,3 +169,20 @@ class BatchStream:
 
 def _num_rows(batch: Batch) -> int:
     return len(next(iter(batch.values())))
+
+
+def epoch_batches(source: ray.data.Dataset | ray.data.DataIterator, epoch: int, *,
+                  batch_size: int, iter_batches_kwargs: Mapping[str, Any] | None = None,
+                  seed: int | None = None) -> Iterable[Batch]:
+    """One epoch of ``source`` (the dataset, or one learner's shard) in fetches of
+    ``ROWS_PER_FETCH`` train batches of ``batch_size`` rows, locally shuffled with a per-epoch
+    seed, with the user's ``iter_batches_kwargs`` on top."""
+    fetch_rows = ROWS_PER_FETCH * batch_size
+    kwargs: dict[str, Any] = {
+        "prefetch_batches": DEFAULT_PREFETCH_BATCHES,
+        "local_shuffle_buffer_size": 2 * fetch_rows,
+        **(iter_batches_kwargs or {}),
+    }
+    if kwargs["local_shuffle_buffer_size"] and "local_shuffle_seed" not in kwargs:
+        kwargs["local_shuffle_seed"] = None if seed is None else seed + epoch
+    return source.iter_batches(batch_size=fetch_rows, batch_format="numpy", **kwargs)

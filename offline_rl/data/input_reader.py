@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -23,68 +22,16 @@ import pyarrow.parquet as pq
 import ray.data
 
 from offline_rl.columns import Columns
-from offline_rl.data.tabular import missing_columns, resolve_schema
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
+from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.formats.tabular import missing_columns, resolve_schema
 
 if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.data.data_config import DataConfig
 
+_GLOB_CHARS = frozenset("*?[")
 #: Set to "1" to read Parquet with Ray Data's newer datasource (slower to start on small data).
 DATASOURCE_V2_ENV = "RAY_DATA_USE_DATASOURCE_V2"
-#: ``input_filesystem`` names and the ``pyarrow.fs`` class each builds.
-FILESYSTEMS = {"s3": "S3FileSystem", "gcs": "GcsFileSystem", "abs": "AzureFileSystem"}
-
-_URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-_GLOB_CHARS = frozenset("*?[")
-
-
-def resolve_filesystem(filesystem: str | pafs.FileSystem | None,
-                       kwargs: Mapping[str, Any] | None = None) -> pafs.FileSystem | None:
-    """``input_filesystem`` (+ ``input_filesystem_kwargs``) as a pyarrow filesystem.
-
-    ``"s3"``, ``"gcs"`` and ``"abs"`` build ``S3FileSystem``, ``GcsFileSystem`` and
-    ``AzureFileSystem`` with ``kwargs`` (e.g. ``endpoint_override``, ``access_key``, ``region``);
-    a ``FileSystem`` instance is used as it is; ``None`` lets Ray Data infer it from the paths.
-    """
-    kwargs = dict(kwargs or {})
-    if isinstance(filesystem, pafs.FileSystem) and kwargs:
-        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) are not used with a "
-                         "pyarrow.fs.FileSystem instance as input_filesystem; configure the "
-                         "instance itself, or set input_filesystem to one of "
-                         f"{sorted(FILESYSTEMS)}")
-    if filesystem is None and kwargs:
-        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) need input_filesystem: "
-                         f"set it to one of {sorted(FILESYSTEMS)}")
-    if filesystem is None or isinstance(filesystem, pafs.FileSystem):
-        return filesystem
-    if not isinstance(filesystem, str) or filesystem not in FILESYSTEMS:
-        raise ConfigError(
-            f"input_filesystem={filesystem!r} is not supported; use one of {sorted(FILESYSTEMS)}, "
-            "a pyarrow.fs.FileSystem instance, or None to infer it from the paths"
-        )
-    name = FILESYSTEMS[filesystem]
-    cls = getattr(pafs, name, None)
-    if cls is None:
-        raise ConfigError(f"input_filesystem={filesystem!r} needs pyarrow.fs.{name}, which this "
-                         "pyarrow build lacks; install a pyarrow wheel built with it")
-    try:
-        return cls(**kwargs)
-    except TypeError as error:  # an unknown keyword; values are not shown (they hold secrets)
-        raise ConfigError(f"input_filesystem_kwargs (keys {sorted(kwargs)}) do not fit "
-                         f"pyarrow.fs.{name}: {error}") from error
-
-
-def is_uri(path: str) -> bool:
-    """Whether ``path`` has a scheme (``s3://``, ``gs://``, ``file://``, ...)."""
-    return bool(_URI.match(path))
-
-
-def filesystem_path(path: str, filesystem: pafs.FileSystem | None) -> str:
-    """The path as ``filesystem`` expects it: ``s3://bucket/key`` -> ``bucket/key`` (paths
-    stay as they are without a filesystem: Ray Data then infers one from the scheme)."""
-    return path.split("://", 1)[1] if filesystem is not None and is_uri(path) else path
-
-
 def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
                 filesystem: pafs.FileSystem | None = None) -> list[str]:
     """``input_`` as a list of paths, globs (``*``, ``?``, ``[...]``) expanded and sorted.
@@ -302,7 +249,7 @@ def quiet_data_context() -> Iterator[None]:
             setattr(context, name, value)
 
 
-def read_input(config: AlgorithmConfig) -> ray.data.Dataset:
+def read_input(config: DataConfig) -> ray.data.Dataset:
     """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
     (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme)."""
     read = resolve_read_method(config.input_read_method)

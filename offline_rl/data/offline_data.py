@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -13,22 +13,20 @@ import pyarrow as pa
 import ray
 import ray.data
 
-from offline_rl.data.batch_stream import BatchStream
+from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
+from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.input_reader import (
     check_parquet_columns,
     first_rows,
     input_paths,
     read_input,
-    resolve_filesystem,
 )
 from offline_rl.data.module_weights import ModuleWeights
-from offline_rl.data.prelearner import PATH_COLUMN
+from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, surface_errors
-
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+from offline_rl.filesystems import resolve_filesystem
 
 #: Rows (tabular) or episodes of the first file checked in the driver before the pipeline.
 SAMPLE_ROWS = 256
@@ -37,12 +35,8 @@ SAMPLE_EPISODES = 8
 ROWS_PER_PRELEARNER_CALL = 32
 #: Rows (episodes or SampleBatches) per PreLearner call for the episode formats.
 EPISODES_PER_PRELEARNER_CALL = 32
-#: Rows fetched from Ray Data at a time, in train batches (then sliced into train batches).
-ROWS_PER_FETCH = 8
 #: Seconds between two requests for the PreLearners' counts.
 COUNTS_POLL_S = 1.0
-#: Default prefetch depth of ``iter_batches``.
-DEFAULT_PREFETCH_BATCHES = 2
 
 
 class OfflineData:
@@ -57,21 +51,30 @@ class OfflineData:
     it. When the learner connector ``needs_module``, the learners ``publish_weights`` for the
     PreLearners.
 
+    ``sample()`` is what the learners read: a subclass selected with
+    ``offline_data(offline_data_class=...)`` may override ``__init__`` (e.g. to read and decode
+    its own files) and ``sample`` (RLlib's signature: ``num_samples``, ``return_iterator``,
+    ``num_shards``); Ray is running by the time a subclass is built.
+
     Example:
-        >>> data = OfflineData(config, (observation_space, action_space))  # doctest: +SKIP
-        >>> batch = data.start().sample()                                   # doctest: +SKIP
-        >>> len(batch["obs"]) == config.train_batch_size_per_learner        # doctest: +SKIP
-        True
-        >>> data.stop()                                                     # doctest: +SKIP
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl.data.data_config import DataConfig
+        >>> config = DataConfig(input_=str(cartpole_data), train_batch_size_per_learner=256)
+        >>> data = OfflineData(config, (gym.spaces.Box(-5, 5, (4,), np.float32),
+        ...                             gym.spaces.Discrete(2))).start()
+        >>> data.sample()["obs"].shape
+        (256, 4)
+        >>> data.stop()
     """
 
-    def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space]):
-        self.config = config
+    def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
+        self.config = config = as_data_config(config, spaces)
         self.spaces = spaces
         self.filesystem = resolve_filesystem(config.input_filesystem,
                                              config.input_filesystem_kwargs)
         self.paths = input_paths(config.input_, self.filesystem)
-        self.reads_episodes = config.input_read_episodes or config.input_read_sample_batches
+        self.reads_episodes = config.reads_episodes
+        self.prelearner_class = config.prelearner_class or OfflinePreLearner
         if config.input_read_method == "read_parquet" and not self.reads_episodes:
             check_parquet_columns(self.paths, self.filesystem, config.input_read_schema,
                                   spaces[0])
@@ -111,16 +114,20 @@ class OfflineData:
         file, table = sample
         if self.reads_episodes:
             table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
-        prelearner = self.config.resolved_prelearner_class()(
-            config=self.config, spaces=self.spaces, source=f"the first rows of {file}")
+        prelearner = self.prelearner_class(config=self.config, spaces=self.spaces,
+                                           source=f"the first rows of {file}",
+                                           **self.config.prelearner_kwargs)
         prelearner(table)
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
         learner; returns ``self``."""
         self._prepare(reserved_cpus=0)
-        self.stream = BatchStream(self.build_mapped_dataset,
-                                  functools.partial(epoch_batches, config=self.config)).start()
+        config = self.config
+        epochs = functools.partial(epoch_batches, batch_size=config.train_batch_size_per_learner,
+                                   iter_batches_kwargs=config.iter_batches_kwargs,
+                                   seed=config.seed)
+        self.stream = BatchStream(self.build_mapped_dataset, epochs).start()
         return self
 
     def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
@@ -144,34 +151,50 @@ class OfflineData:
         default_rows = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
                         else ROWS_PER_PRELEARNER_CALL * self.batch_size)
         dataset = read_input(self._read_config()).map_batches(
-            config.resolved_prelearner_class(),
+            self.prelearner_class,
             batch_size=config.input_read_batch_size or default_rows,
             batch_format="pyarrow",
             fn_constructor_kwargs={"config": config, "spaces": self.spaces,
                                    "ledger": self._ledger,
-                                   "module_weights": self.module_weights},
+                                   "module_weights": self.module_weights,
+                                   **config.prelearner_kwargs},
             **self._pool_kwargs,
         )
         self.dataset = dataset.materialize() if config.materialize_mapped_data else dataset
         return self.dataset
 
-    def _read_config(self) -> AlgorithmConfig:
+    def _read_config(self) -> DataConfig:
         """The config to read with: episode formats also read each row's file path (Ray Data's
         ``include_paths``), so errors can name the file."""
         kwargs = self.config.input_read_method_kwargs
         if (not self.reads_episodes or not isinstance(self.config.input_read_method, str)
                 or "include_paths" in kwargs):
             return self.config
-        return self.config.copy().offline_data(
-            input_read_method_kwargs={**kwargs, "include_paths": True})
+        return dataclasses.replace(self.config,
+                                   input_read_method_kwargs={**kwargs, "include_paths": True})
 
     @surface_errors
-    def sample(self, num_samples: int | None = None) -> dict[str, np.ndarray]:
+    def sample(self, num_samples: int | None = None, return_iterator: bool = False,
+               num_shards: int = 1, *, stop_at_epoch_end: bool = False,
+               locality_hints: list[str] | None = None
+               ) -> dict[str, np.ndarray] | list[ray.data.DataIterator] | None:
         """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
-        as a dict of numpy columns."""
+        as a dict of numpy columns, from the stream ``start()`` opened (started now if not yet).
+        With ``stop_at_epoch_end``, ``None`` when the epoch ends first (see ``BatchStream``).
+        With ``return_iterator``, instead ``num_shards`` ``streaming_split`` shards of the
+        pipeline ``build()`` made (built now if not yet), one per remote learner."""
+        if return_iterator:
+            dataset = self.dataset if self.dataset is not None else self.build()
+            return dataset.streaming_split(num_shards, equal=True, locality_hints=locality_hints)
         if self.stream is None:
-            raise RuntimeError("call OfflineData.start() before sample()")
-        return self.stream.next_batch(num_samples or self.batch_size)
+            self.start()
+        return self.stream.next_batch(num_samples or self.batch_size,
+                                      stop_at_epoch_end=stop_at_epoch_end)
+
+    @property
+    def stats(self) -> StreamStats:
+        """What the stream to this process's learner did so far (epochs, rows, waits)."""
+        return self.stream.stats if self.stream is not None else StreamStats()
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
@@ -218,19 +241,3 @@ class OfflineData:
                 ray.kill(actor, no_restart=True)
             ray.kill(self._ledger)
             self._ledger = None
-
-
-def epoch_batches(source: ray.data.Dataset | ray.data.DataIterator, epoch: int, *,
-                  config: AlgorithmConfig) -> Iterable[dict[str, Any]]:
-    """One epoch of ``source`` (the dataset, or one learner's shard) in fetches of
-    ``ROWS_PER_FETCH`` train batches, locally shuffled with a per-epoch seed, with the user's
-    ``iter_batches_kwargs`` on top."""
-    fetch_rows = ROWS_PER_FETCH * config.train_batch_size_per_learner
-    kwargs: dict[str, Any] = {
-        "prefetch_batches": DEFAULT_PREFETCH_BATCHES,
-        "local_shuffle_buffer_size": 2 * fetch_rows,
-        **config.iter_batches_kwargs,
-    }
-    if kwargs["local_shuffle_buffer_size"] and "local_shuffle_seed" not in kwargs:
-        kwargs["local_shuffle_seed"] = None if config.seed is None else config.seed + epoch
-    return source.iter_batches(batch_size=fetch_rows, batch_format="numpy", **kwargs)

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import ray
 
-from connectors.learner import DEFAULT_LEARNER_PIECES
+from connectors import DEFAULT_LEARNER_PIECES, ConnectorPipelineV2
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.compression import decompress_column, looks_compressed
-from offline_rl.core.rl_module_spec import import_object
-from offline_rl.data.checks import (
+from offline_rl.data.data_config import DataConfig, as_data_config
+from offline_rl.data.module_weights import WEIGHTS_VERSION, SyncedModule
+from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.replay_buffer import EpisodeBuffer, EpisodeReplayBuffer
+from offline_rl.episodes.transitions import Transitions
+from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.formats.checks import (
     bound_actions,
     check_actions,
     check_column_types,
@@ -23,19 +29,14 @@ from offline_rl.data.checks import (
     nonfinite_rows,
     observations_as_space_dtype,
 )
-from offline_rl.data.episode_input import decode_episode, sample_batch_to_episodes
-from offline_rl.data.module_weights import WEIGHTS_VERSION, SyncedModule
-from offline_rl.data.tabular import (
+from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
+from offline_rl.formats.tabular import (
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
     table_to_numpy,
     train_column_names,
 )
-from offline_rl.data.transitions import Transitions
-from offline_rl.episode import SingleAgentEpisode
-from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.replay_buffer import EpisodeReplayBuffer
 
 #: Bookkeeping columns episodes are built with (agent and module ids are not: single-agent).
 EPISODE_BOOKKEEPING = (Columns.EPS_ID, Columns.T, Columns.INFOS)
@@ -44,8 +45,6 @@ PATH_COLUMN = "path"
 #: Default PreLearner buffer capacity, in train batches.
 BUFFER_CAPACITY_BATCHES = 10
 
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 
 class OfflinePreLearner:
@@ -60,7 +59,7 @@ class OfflinePreLearner:
     that many timesteps read. Subclasses override ``_map_to_episodes`` or ``__call__``
     (RLlib's extension points) and are named with ``offline_data(prelearner_class=...)``.
 
-    Every format gets the same value checks (``offline_rl.data.checks``). Data dropped
+    Every format gets the same value checks (``offline_rl.formats.checks``). Data dropped
     (duplicate episodes, also across actors, empty ones, non-finite values with
     ``input_nonfinite="drop"``) and ``Box`` actions outside the space are counted into
     ``ledger`` (a ``DataLedger`` actor) and reported by ``Algorithm.train``.
@@ -79,12 +78,15 @@ class OfflinePreLearner:
         array([[0.2, 0.3]], dtype=float32)
     """
 
-    def __init__(self, config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space], *,
+    def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space], *,
                  ledger: Any = None, module_weights: Any = None, source: str | None = None,
                  **kwargs: Any):
-        self.config = config
+        self.config = config = as_data_config(config, spaces)
+        #: ``prelearner_kwargs``: passed on to ``_map_to_episodes``.
+        self.kwargs = kwargs
         #: How error messages name the rows (default: "rows read from <input_>").
         self.source = source or f"rows read from {config.input_}"
+        self.spaces = spaces
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
         self.batch_size = config.train_batch_size_per_learner
@@ -92,19 +94,21 @@ class OfflinePreLearner:
         if ledger is not None and ray.get_runtime_context().get_actor_id() is not None:
             ray.get(ledger.register.remote(ray.get_runtime_context().current_actor))
         self._learner_connector = config.build_learner_connector(*spaces)
-        self._default_pipeline = all(
-            type(piece) in DEFAULT_LEARNER_PIECES for piece in self._learner_connector)
         self.synced_module = None
         if self._learner_connector.needs_module:
             if module_weights is None:
                 raise ConfigError("the learner connector needs the module, but the PreLearner "
                                   "was given no module_weights to fetch it from")
-            self.synced_module = SyncedModule(config.get_rl_module_spec(*spaces).build(),
-                                              module_weights,
+            self.synced_module = SyncedModule(config.rl_module_spec.build(), module_weights,
                                               config.prelearner_module_synch_period)
-        self._vectorized = self._default_pipeline and (
-            type(self)._map_to_episodes.__func__ is OfflinePreLearner._map_to_episodes.__func__)
-        self._reads_episodes = config.input_read_episodes or config.input_read_sample_batches
+        #: The pieces that run on the flat columns the default pieces' fast path computes;
+        #: ``None`` when the whole pipeline must run on episode objects.
+        self._after_columns = _pieces_after_columns(self._learner_connector)
+        custom_mapping = (inspect.getattr_static(type(self), "_map_to_episodes")
+                          is not inspect.getattr_static(OfflinePreLearner, "_map_to_episodes"))
+        self._vectorized = self._after_columns is not None and not custom_mapping
+        self._custom_mapping = custom_mapping
+        self._reads_episodes = config.reads_episodes
         self.episode_buffer = self._build_buffer() if self._reads_episodes else None
         self._extra_keys: tuple[str, ...] | None = None
         compressed = set(config.input_compress_columns)
@@ -112,14 +116,13 @@ class OfflinePreLearner:
             compressed.add(Columns.NEXT_OBS)
         self._compressed = {self.schema.get(name, name) for name in compressed}
 
-    def _build_buffer(self) -> EpisodeReplayBuffer:
+    def _build_buffer(self) -> EpisodeBuffer:
         config = self.config
         buffer_class = config.prelearner_buffer_class or EpisodeReplayBuffer
-        if isinstance(buffer_class, str):
-            buffer_class = import_object(buffer_class)
         kwargs = {"capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.seed,
                   **config.prelearner_buffer_kwargs}
-        self._vectorized_sampling = buffer_class is EpisodeReplayBuffer and self._default_pipeline
+        self._vectorized_sampling = (buffer_class is EpisodeReplayBuffer
+                                     and self._after_columns is not None)
         return buffer_class(**kwargs)
 
     def __call__(self, batch: pa.Table | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -127,26 +130,48 @@ class OfflinePreLearner:
         if self._reads_episodes:
             return self._sample_episodes(*self._decode(batch))
         table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
+        if self._custom_mapping:
+            episodes = self._map_to_episodes(
+                False, self._all_columns(table), schema=self.schema, to_numpy=True,
+                input_compress_columns=self.config.input_compress_columns,
+                observation_space=self.observation_space, action_space=self.action_space,
+                **self.kwargs)["episodes"]
+            return self._check_transitions(self._connect(episodes), None)
         rows = self._read_rows(table)
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
                                             self.source)
-            return self._check_transitions(columns, table)
+            return self._check_transitions(self._connect_columns(columns), table)
         episodes = self._map_to_episodes(
-            False, rows, schema=self.schema,
+            False, rows, schema=self.schema, to_numpy=True,
             observation_space=self.observation_space, action_space=self.action_space,
         )["episodes"]
         return self._check_transitions(self._connect(episodes), table)
 
     def _connect(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
-        """Runs the learner connector pipeline (with the synced module when it needs one)."""
+        """Runs the whole learner connector pipeline on episode objects."""
+        return self._run(self._learner_connector, {}, episodes)
+
+    def _connect_columns(self, columns: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Runs the custom pieces on the columns the default pieces' fast path computed."""
+        return self._run(self._after_columns, columns, []) if self._after_columns else columns
+
+    def _run(self, pipeline: ConnectorPipelineV2, batch: dict[str, Any],
+             episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
+        """Runs ``pipeline`` (with the synced module when it needs one)."""
         module = None if self.synced_module is None else self.synced_module.get()
-        columns = self._learner_connector(
-            rl_module=module, batch={}, episodes=episodes, shared_data={}, metrics={})
+        columns = pipeline(rl_module=module, batch=batch, episodes=episodes, shared_data={},
+                           metrics={})
         if module is not None:
             rows = len(np.asarray(columns[Columns.ACTIONS]))
             columns[WEIGHTS_VERSION] = np.full(rows, self.synced_module.version, np.int64)
         return columns
+
+    @staticmethod
+    def _all_columns(table: pa.Table) -> dict[str, np.ndarray]:
+        """Every column as numpy, for a custom ``_map_to_episodes``."""
+        return {name: table.column(name).to_numpy(zero_copy_only=False)
+                for name in table.column_names}
 
     # ------------------------------------------------------------------------------ tabular
     def _read_rows(self, table: pa.Table) -> dict[str, np.ndarray]:
@@ -166,19 +191,22 @@ class OfflinePreLearner:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         return rows
 
-    def _check_transitions(self, columns: dict[str, Any], table: pa.Table) -> dict[str, Any]:
+    def _check_transitions(self, columns: dict[str, Any],
+                           table: pa.Table | None) -> dict[str, Any]:
         where = self.source
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
-        columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where,
-                                                       lambda rows: _row_identity(table, rows))
+        locate = None if table is None else (lambda rows: _row_identity(table, rows))
+        columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, locate)
         del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
         if not bad.any():
             return columns
         if self.config.input_nonfinite == "raise":
-            raise nonfinite_error(values, bad, f"{where} ({_row_identity(table, bad)})")
+            if table is not None:
+                where = f"{where} ({_row_identity(table, bad)})"
+            raise nonfinite_error(values, bad, where)
         self._count({"nonfinite_rows": int(bad.sum())})
         keep = ~bad
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
@@ -233,7 +261,7 @@ class OfflinePreLearner:
         elsewhere = self._claim(episodes, sources)
         for episode, source, duplicate in zip(episodes, sources, elsewhere):
             where = f"{source}: episode {episode.id_}"
-            if duplicate or episode.id_ in seen or episode.id_ in self.episode_buffer:
+            if duplicate or episode.id_ in seen or self._buffer_holds(episode.id_):
                 drops["duplicate_episodes"] += 1
                 continue
             seen.add(episode.id_)
@@ -251,6 +279,11 @@ class OfflinePreLearner:
             admitted.append(episode)
         self._count(drops)
         return admitted
+
+    def _buffer_holds(self, episode_id: str) -> bool:
+        """Whether the buffer still holds the episode (buffers without ``__contains__``: no)."""
+        return (hasattr(self.episode_buffer, "__contains__")
+                and episode_id in self.episode_buffer)
 
     def _claim(self, episodes: list[SingleAgentEpisode], sources: list[str]) -> list[bool]:
         """Which episodes another file already holds, as the ledger has seen across actors."""
@@ -313,8 +346,8 @@ class OfflinePreLearner:
         buffer = self.episode_buffer
         if self._vectorized_sampling:
             transitions = Transitions(buffer.episodes)
-            return [transitions.take(buffer.sample_timesteps(self.batch_size))
-                    for _ in range(count)]
+            return [self._connect_columns(transitions.take(buffer.sample_timesteps(
+                self.batch_size))) for _ in range(count)]
         return [self._connect(buffer.sample(num_items=self.batch_size)) for _ in range(count)]
 
     def _count(self, drops: Mapping[str, int]) -> None:
@@ -338,6 +371,21 @@ class OfflinePreLearner:
         if is_multi_agent:
             raise ConfigError("offline-rl reads single-agent data; got is_multi_agent=True")
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
+
+
+def _pieces_after_columns(pipeline: ConnectorPipelineV2) -> ConnectorPipelineV2 | None:
+    """The pieces to run after the default pieces' column fast path: the pipeline's custom
+    pieces, in order. ``None`` when the fast path cannot stand in for the default pieces: a
+    piece declares ``needs_episodes``, or the default pieces are not all there in their order
+    (``add_default_connectors_to_learner_pipeline=False``, or some removed or moved)."""
+    defaults = [type(piece) for piece in pipeline if type(piece) in DEFAULT_LEARNER_PIECES]
+    if defaults != list(DEFAULT_LEARNER_PIECES):
+        return None
+    custom = [piece for piece in pipeline if type(piece) not in DEFAULT_LEARNER_PIECES]
+    if any(piece.needs_episodes for piece in custom):
+        return None
+    return ConnectorPipelineV2(pipeline.input_observation_space, pipeline.input_action_space,
+                               connectors=custom)
 
 
 def _row_identity(table: pa.Table, bad: np.ndarray) -> str:

@@ -13,8 +13,8 @@ names starting with ``.``) and moved to ``output/episodes-<n>.parquet`` once all
 
 Example:
     >>> import tempfile
-    >>> from offline_rl.data.episode_input import decode_episode
-    >>> from offline_rl.episode import SingleAgentEpisode
+    >>> from offline_rl.formats.episode_input import decode_episode
+    >>> from offline_rl.episodes.episode import SingleAgentEpisode
     >>> from offline_rl.recording.writer import EpisodeWriter
     >>> folder = tempfile.mkdtemp()
     >>> episode = SingleAgentEpisode("a", observations=[[0.0], [1.0], [2.0]], actions=[1, 0],
@@ -45,11 +45,12 @@ import ray.data
 
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.data.episode_input import sample_batch_to_episodes
-from offline_rl.data.input_reader import input_paths, is_uri, resolve_filesystem
-from offline_rl.data.tabular import missing_columns, resolve_schema
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.data.input_reader import input_paths
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
+from offline_rl.filesystems import is_uri, resolve_filesystem
+from offline_rl.formats.episode_input import sample_batch_to_episodes
+from offline_rl.formats.tabular import missing_columns, resolve_schema
 from offline_rl.inspection import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,

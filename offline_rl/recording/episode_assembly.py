@@ -16,15 +16,15 @@ import pyarrow as pa
 from offline_rl.codec import pack_episode_state, unpack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_column, looks_compressed
-from offline_rl.data.tabular import (
+from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.errors import DataFormatError
+from offline_rl.formats.tabular import (
     as_id,
     check_row_types,
     done_flags,
     missing_columns,
     table_to_numpy,
 )
-from offline_rl.episode import SingleAgentEpisode
-from offline_rl.errors import DataFormatError
 
 #: The episodes column, one msgpack episode state per row.
 ITEM = "item"

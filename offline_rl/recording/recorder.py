@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import ray
 from tqdm import tqdm
 
 from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.filesystems import resolve_filesystem
+from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.rollout import as_batch_policy, rollout
 from offline_rl.recording.writer import EpisodeWriter
-
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 #: Episodes one ``record`` call on a runner plays before reporting progress.
 EPISODES_PER_REPORT = 8
@@ -36,7 +35,7 @@ class Recorder:
     """
 
     @surface_errors
-    def __init__(self, config: AlgorithmConfig, policy: Any):
+    def __init__(self, config: RecorderConfig, policy: Any):
         if not config.output:
             raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
         if config.env is None:
@@ -107,7 +106,7 @@ class Recorder:
 class _EnvRunner:
     """One recording actor: its envs, the policy and its writer."""
 
-    def __init__(self, config: AlgorithmConfig, policy: Any, index: int):
+    def __init__(self, config: RecorderConfig, policy: Any, index: int):
         self.config = config
         self.set_policy(policy)
         self.index = index
@@ -119,7 +118,9 @@ class _EnvRunner:
             compress_columns=config.output_compress_columns,
             write_method=config.output_write_method,
             write_method_kwargs=config.output_write_method_kwargs,
-            filesystem=_filesystem(config),
+            filesystem=resolve_filesystem(config.output_filesystem,
+                                          config.output_filesystem_kwargs,
+                                          field="output_filesystem"),
         )
         self.files: list[str] = []
         self.episodes_started = 0
@@ -149,11 +150,3 @@ class _EnvRunner:
 
 def _env_name(env: Any) -> str:
     return env if isinstance(env, str) else getattr(env, "__name__", "env")
-
-
-def _filesystem(config: AlgorithmConfig) -> Any:
-    if config.output_filesystem is None:
-        return None
-    from offline_rl.data.input_reader import resolve_filesystem
-
-    return resolve_filesystem(config.output_filesystem, config.output_filesystem_kwargs)

@@ -1,9 +1,9 @@
 """Playing a policy in gymnasium envs and collecting complete ``SingleAgentEpisode``s.
 
 A policy is anything ``as_batch_policy`` accepts: a trained ``Algorithm`` or torch module
-(sampled, with ``action_logp`` and ``action_dist_inputs`` recorded), a checkpoint path, or a
-callable ``obs_batch -> actions`` that may also return ``(actions, {"action_logp": ...,
-"action_dist_inputs": ...})``.
+(sampled, with ``action_logp`` and ``action_dist_inputs`` recorded; a checkpoint's module comes
+from ``offline_rl.algorithms.checkpoint.load_module``), or a callable ``obs_batch -> actions``
+that may also return ``(actions, {"action_logp": ..., "action_dist_inputs": ...})``.
 
 Example:
     >>> import numpy as np
@@ -16,13 +16,12 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from offline_rl.columns import Columns
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.evaluation.env_evaluation import EnvSpec, make_env
 
 BatchPolicy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
@@ -30,16 +29,13 @@ BatchPolicy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
 
 def as_batch_policy(policy: Any) -> BatchPolicy:
     """Any supported policy -> ``obs_batch -> (actions, extra model outputs)``."""
-    if isinstance(policy, str | Path):
-        from offline_rl.checkpoint import load_module
-
-        policy = load_module(policy)
     module = getattr(policy, "module", policy)
     if hasattr(module, "forward_exploration"):
         return _ModulePolicy(module)
     if not callable(policy):
         raise TypeError(f"cannot record with a {type(policy).__name__}: give an Algorithm, a "
-                        "module, a checkpoint path or a callable obs_batch -> actions")
+                        "module (a checkpoint's: offline_rl.algorithms.checkpoint.load_module) "
+                        "or a callable obs_batch -> actions")
     return _CallablePolicy(policy)
 
 

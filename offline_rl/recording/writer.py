@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import pack_rllib
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError
 
 #: ``output_write_method`` values the writer implements.

@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from offline_rl.columns import SCHEMA, Columns
-from offline_rl.data.checks import check_column_types, observations_as_space_dtype
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
+from offline_rl.formats.checks import check_column_types, observations_as_space_dtype
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from offline_rl.columns import Columns
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 
 
 class Transitions:

@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+from offline_rl.errors import ConfigError, DataNotFoundError
 
 CONFIG_FILE = "config.yaml"
 LEARNER_STATE_FILE = "learner_state.pt"
 ALGORITHM_STATE_FILE = "algorithm_state.json"
+#: Key of ``algorithm_state.json`` saying why the config could not be saved.
+NO_CONFIG_KEY = "config_not_saved"
 
 
 def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
@@ -28,11 +31,14 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     learner.save_state(staging / LEARNER_STATE_FILE)
-    (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
     try:
         config.to_yaml(staging / CONFIG_FILE)
-    except ValueError:
-        pass  # a config holding Python callables is passed again to from_checkpoint()
+    except ConfigError as error:  # e.g. a lambda as env creator: YAML cannot hold it
+        algorithm_state = {**algorithm_state, NO_CONFIG_KEY: error.message}
+        warnings.warn(f"checkpoint {target} has no {CONFIG_FILE}: {error.message}. Loading it "
+                      "will need the config: Algorithm.from_checkpoint(path, config=...)",
+                      UserWarning, stacklevel=3)
+    (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
     previous = target.with_name(f"{target.name}.old-{os.getpid()}")
     if target.exists():
         target.rename(previous)
@@ -48,14 +54,11 @@ def read_algorithm_state(path: str | Path) -> dict[str, Any]:
 
 def read_config(path: str | Path) -> AlgorithmConfig:
     """The config saved with a checkpoint."""
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-
     config_file = Path(path) / CONFIG_FILE
     if not config_file.exists():
-        raise FileNotFoundError(
-            f"{path} has no {CONFIG_FILE} (its config held Python callables); pass the config: "
-            "Algorithm.from_checkpoint(path, config=...)"
-        )
+        reason = read_algorithm_state(path).get(NO_CONFIG_KEY, "it was not saved")
+        raise DataNotFoundError(f"{path} has no {CONFIG_FILE} ({reason}); pass the config: "
+                                "Algorithm.from_checkpoint(path, config=...)")
     return AlgorithmConfig.from_yaml(config_file)
 
 
@@ -79,5 +82,5 @@ def load_module(path: str | Path) -> Any:
 def _checkpoint_file(path: str | Path, name: str) -> Path:
     file = Path(path) / name
     if not file.exists():
-        raise FileNotFoundError(f"{path} is not an offline-rl checkpoint: {name} is missing")
+        raise DataNotFoundError(f"{path} is not an offline-rl checkpoint: {name} is missing")
     return file

@@ -11,17 +11,8 @@ import torch
 from torch import nn
 
 from offline_rl.columns import Columns
-from offline_rl.core.distributions import TorchCategorical, TorchDiagGaussian
-from offline_rl.core.rl_module_spec import DefaultModelConfig
-
-_ACTIVATIONS = {
-    "tanh": nn.Tanh,
-    "relu": nn.ReLU,
-    "silu": nn.SiLU,
-    "swish": nn.SiLU,
-    "elu": nn.ELU,
-    "linear": nn.Identity,
-}
+from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
+from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
 
 
 def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Sequential:
@@ -30,7 +21,7 @@ def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Seq
     for i, (size_in, size_out) in enumerate(itertools.pairwise(sizes)):
         layers.append(nn.Linear(size_in, size_out))
         if activate_last or i < len(sizes) - 2:
-            layers.append(_ACTIVATIONS[activation]())
+            layers.append(getattr(nn, ACTIVATIONS[activation])())
     return nn.Sequential(*layers)
 
 

@@ -25,10 +25,10 @@ import numpy as np
 from offline_rl.codec import unpack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.checks import check_column_types
-from offline_rl.data.tabular import as_id
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
+from offline_rl.formats.checks import check_column_types
+from offline_rl.formats.tabular import as_id
 
 #: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
 SAMPLE_BATCH_BOOKKEEPING = frozenset({

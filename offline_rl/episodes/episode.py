@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.lookback import Indices, InfiniteLookbackBuffer
+from offline_rl.episodes.lookback import Indices, InfiniteLookbackBuffer
 from offline_rl.spaces import space_from_dict, space_to_dict
 
 #: The space RLlib gives every rewards buffer.

@@ -3,10 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from offline_rl.episode import SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
+
+
+@runtime_checkable
+class EpisodeBuffer(Protocol):
+    """What a PreLearner needs of its episode buffer (``prelearner_buffer_class``).
+
+    The class is built as ``buffer_class(capacity=..., seed=..., **prelearner_buffer_kwargs)``,
+    with ``capacity`` in timesteps. The PreLearner adds each batch's checked, complete episodes,
+    then draws ``sample(num_items=train_batch_size_per_learner)``: episodes (or slices of them)
+    holding that many timesteps in total, which the learner connector turns into a train
+    batch. Optional: ``__contains__(episode_id)`` to skip episodes it still holds, and a
+    ``capacity`` attribute (episodes are added in chunks of at most half of it, each sampled
+    before the next). ``EpisodeReplayBuffer`` is the default.
+
+    Example:
+        >>> isinstance(EpisodeReplayBuffer(capacity=10), EpisodeBuffer)
+        True
+    """
+
+    def add(self, episodes: Iterable[SingleAgentEpisode]) -> None:
+        """Stores the episodes."""
+
+    def sample(self, num_items: int, **kwargs: Any) -> list[SingleAgentEpisode]:
+        """Episodes holding ``num_items`` timesteps in total."""
+
+    def get_num_timesteps(self) -> int:
+        """Timesteps stored."""
 
 
 class EpisodeReplayBuffer:

@@ -1,0 +1,134 @@
+"""Validation of an ``AlgorithmConfig``: every field checked in one place, each problem named
+with what the field must be."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offline_rl.errors import ConfigError
+from offline_rl.filesystems import resolve_filesystem
+from offline_rl.formats.checks import ACTION_BOUNDS_POLICIES, NONFINITE_POLICIES
+from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.recording.writer import WRITE_METHODS
+
+RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+def config_problems(config: Any) -> list[tuple[str, str]]:
+    """``(field, problem)`` for every invalid field of an ``AlgorithmConfig``."""
+    problems = []
+
+    def check(ok: bool, field: str, problem: str) -> None:
+        if not ok:
+            problems.append((field, problem))
+
+    has_spaces = config.observation_space is not None and config.action_space is not None
+    check(config.env is not None or has_spaces, "environment",
+          "set env=, or both observation_space= and action_space=")
+    check(bool(config.input_), "input_", "set the path(s) of the data to train on")
+    check(_positive(config.lr), "lr", f"must be a number > 0, got {config.lr!r}")
+    check(_positive_int(config.train_batch_size_per_learner), "train_batch_size_per_learner",
+          f"must be an int >= 1, got {config.train_batch_size_per_learner!r}")
+    check(config.grad_clip is None or _positive(config.grad_clip), "grad_clip",
+          f"must be None or a number > 0, got {config.grad_clip!r}")
+    check(config.grad_clip_by in ("value", "norm", "global_norm"), "grad_clip_by",
+          f"must be 'value', 'norm' or 'global_norm', got {config.grad_clip_by!r}")
+    check(_non_negative_int(config.num_learners), "num_learners",
+          f"must be an int >= 0, got {config.num_learners!r}")
+    check(config.num_cpus_per_learner == "auto" or _non_negative(config.num_cpus_per_learner),
+          "num_cpus_per_learner",
+          f"must be 'auto' or a number >= 0, got {config.num_cpus_per_learner!r}")
+    check(config.placement_strategy in PLACEMENT_STRATEGIES, "placement_strategy",
+          f"must be one of {PLACEMENT_STRATEGIES}, got {config.placement_strategy!r}")
+    check(_non_negative(config.num_gpus_per_learner), "num_gpus_per_learner",
+          f"must be a number >= 0, got {config.num_gpus_per_learner!r}")
+    check(not (config.num_gpus_per_learner and config.num_cpus_per_learner != "auto"),
+          "num_cpus_per_learner", "set either num_gpus_per_learner or num_cpus_per_learner")
+    check(config.dataset_num_iters_per_learner is None
+          or _positive_int(config.dataset_num_iters_per_learner),
+          "dataset_num_iters_per_learner",
+          f"must be None or an int >= 1, got {config.dataset_num_iters_per_learner!r}")
+    check(_positive_int(config.prelearner_module_synch_period),
+          "prelearner_module_synch_period",
+          f"must be an int >= 1, got {config.prelearner_module_synch_period!r}")
+    check(config.input_read_batch_size is None or _positive_int(config.input_read_batch_size),
+          "input_read_batch_size",
+          f"must be None or an int >= 1, got {config.input_read_batch_size!r}")
+    for direction in ("input", "output"):
+        field = f"{direction}_filesystem"
+        try:
+            resolve_filesystem(getattr(config, field), getattr(config, f"{field}_kwargs"),
+                               field=field)
+        except ConfigError as error:
+            problems.append((field, error.message))
+    check(not (config.input_read_episodes and config.input_read_sample_batches),
+          "input_read_episodes", "input_read_episodes and input_read_sample_batches are both "
+          "set; choose the one format the data is in")
+    check(config.input_nonfinite in NONFINITE_POLICIES, "input_nonfinite",
+          f"must be one of {NONFINITE_POLICIES}, got {config.input_nonfinite!r}")
+    check(isinstance(config.prelearner_kwargs, dict), "prelearner_kwargs",
+          f"must be a dict of keyword arguments, got {config.prelearner_kwargs!r}")
+    check(config.input_action_bounds in ACTION_BOUNDS_POLICIES, "input_action_bounds",
+          f"must be one of {ACTION_BOUNDS_POLICIES}, got {config.input_action_bounds!r}")
+    check(isinstance(config.input_compress_columns, list | tuple), "input_compress_columns",
+          f"must be a list of column names, got {config.input_compress_columns!r}")
+    check(isinstance(config.input_read_method, str) or callable(config.input_read_method),
+          "input_read_method", "must be a ray.data.read_* name or a callable")
+    check("batch_size" not in config.map_batches_kwargs, "map_batches_kwargs",
+          "batch_size is chosen by offline-rl (set input_read_batch_size instead)")
+    reserved = [k for k in RESERVED_ITER_KWARGS if k in config.iter_batches_kwargs]
+    check(not reserved, "iter_batches_kwargs",
+          f"{reserved} are set by offline-rl: train batches hold exactly "
+          "train_batch_size_per_learner rows")
+    check(config.output is None or isinstance(config.output, str), "output",
+          f"must be one path or URI (a str), got {config.output!r}; recordings go to one place")
+    check(config.output_write_method in WRITE_METHODS, "output_write_method",
+          f"must be one of {sorted(WRITE_METHODS)}, got {config.output_write_method!r}")
+    check(not (config.output_write_episodes and config.output_write_method != "write_parquet"),
+          "output_write_method", "episodes (output_write_episodes=True) are written as "
+          "Parquet; use write_parquet or set output_write_episodes=False")
+    check(config.output_max_rows_per_file is None or _positive_int(config.output_max_rows_per_file),
+          "output_max_rows_per_file",
+          f"must be None or an int >= 1, got {config.output_max_rows_per_file!r}")
+    check(_positive_int(config.output_max_file_size), "output_max_file_size",
+          f"must be an int >= 1 (bytes), got {config.output_max_file_size!r}")
+    check(_positive_int(config.num_env_runners), "num_env_runners",
+          f"must be an int >= 1, got {config.num_env_runners!r}")
+    check(_positive_int(config.num_envs_per_env_runner), "num_envs_per_env_runner",
+          f"must be an int >= 1, got {config.num_envs_per_env_runner!r}")
+    check(_non_negative(config.num_cpus_per_env_runner), "num_cpus_per_env_runner",
+          f"must be a number >= 0, got {config.num_cpus_per_env_runner!r}")
+    check(config.batch_mode == "complete_episodes", "batch_mode",
+          f"must be 'complete_episodes' (offline data holds whole episodes), got "
+          f"{config.batch_mode!r}")
+    check(config.evaluation_interval is None or _positive_int(config.evaluation_interval),
+          "evaluation_interval",
+          f"must be None or an int >= 1, got {config.evaluation_interval!r}")
+    check(_positive_int(config.evaluation_duration), "evaluation_duration",
+          f"must be an int >= 1, got {config.evaluation_duration!r}")
+    check(config.evaluation_duration_unit == "episodes", "evaluation_duration_unit",
+          f"must be 'episodes', got {config.evaluation_duration_unit!r}")
+    check(config.evaluation_interval is None or config.env is not None, "evaluation_interval",
+          "evaluation needs an env: set config.environment(env=...)")
+    try:
+        DefaultModelConfig.from_dict(config.model_config)
+    except (TypeError, ConfigError) as error:
+        problems.append(("model_config", str(error)))
+    return problems
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _non_negative(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _non_negative_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
