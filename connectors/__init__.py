@@ -15,6 +15,7 @@ from connectors.learner import (
     DEFAULT_LEARNER_PIECES,
     AddColumnsFromEpisodesToTrainBatch,
     AddNextObservationsFromEpisodesToTrainBatch,
+    FrameStackingLearner,
     default_learner_pipeline,
 )
 
@@ -26,6 +27,7 @@ __all__ = [
     "ConnectorPipelineV2",
     "ConnectorV2",
     "DEFAULT_LEARNER_PIECES",
+    "FrameStackingLearner",
     "NumpyToTensor",
     "default_learner_pipeline",
 ]

@@ -20,9 +20,11 @@ class ConnectorV2(ABC):
     A piece that reads the current module (``rl_module``) sets ``needs_module = True``: the
     PreLearners then keep a copy of the learners' module, refreshed every
     ``prelearner_module_synch_period`` calls. A piece that reads the ``episodes`` sets
-    ``needs_episodes = True``; the others run on the flat train batch (``episodes=[]``) that
-    the PreLearner computes column by column in place of the default pieces, which is much
-    faster than building one episode object per row.
+    ``needs_episodes = True``. PreLearners run a pipeline in two stages, each in pipeline
+    order: the episode stage (the pieces that need episodes, the default pieces among them)
+    builds the flat train batch, then the batch stage (all other pieces) gets that batch with
+    ``episodes=[]``. When the episode stage is just the default pieces, the PreLearner
+    computes its batch column by column, much faster than one episode object per row.
 
     Example:
         >>> import numpy as np

@@ -20,6 +20,9 @@ class BatchIndividualItems(ConnectorV2):
         ((5, 4), (5,))
     """
 
+    #: It closes the episode stage: it joins the chunks the episode pieces made.
+    needs_episodes = True
+
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         for column, value in batch.items():
             if isinstance(value, list):

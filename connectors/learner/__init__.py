@@ -10,6 +10,7 @@ from connectors.learner.add_columns_from_episodes_to_train_batch import (
 from connectors.learner.add_next_observations_from_episodes_to_train_batch import (
     AddNextObservationsFromEpisodesToTrainBatch,
 )
+from connectors.learner.frame_stacking import FrameStackingLearner
 
 #: The pieces ``default_learner_pipeline`` builds, in order.
 DEFAULT_LEARNER_PIECES = (
@@ -37,5 +38,6 @@ __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
     "AddNextObservationsFromEpisodesToTrainBatch",
     "DEFAULT_LEARNER_PIECES",
+    "FrameStackingLearner",
     "default_learner_pipeline",
 ]

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import ray
 import ray.data
+from ray.data.block import BlockAccessor
 
 from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
 from offline_rl.data.data_config import DataConfig, as_data_config
@@ -23,7 +24,7 @@ from offline_rl.data.input_reader import (
     read_input,
 )
 from offline_rl.data.module_weights import ModuleWeights
-from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner
+from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.filesystems import resolve_filesystem
@@ -89,6 +90,10 @@ class OfflineData:
                 "with the first weights and train on those stale batches forever. Set "
                 "config.offline_data(materialize_mapped_data=False)")
         self.module_weights: ray.actor.ActorHandle | None = None
+        #: The input as read, before the PreLearners: ``None`` reads it with
+        #: ``input_read_method`` when the pipeline is built; a subclass's ``__init__`` may set
+        #: its own (lazy) dataset here instead, as RLlib's ``OfflineData.data``.
+        self.data: ray.data.Dataset | None = None
         #: The mapped dataset, once built.
         self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
@@ -117,7 +122,8 @@ class OfflineData:
         prelearner = self.prelearner_class(config=self.config, spaces=self.spaces,
                                            source=f"the first rows of {file}",
                                            **self.config.prelearner_kwargs)
-        prelearner(table)
+        custom_call = overrides_call(self.prelearner_class)
+        prelearner(BlockAccessor.for_block(table).to_numpy() if custom_call else table)
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
@@ -145,15 +151,16 @@ class OfflineData:
             self.module_weights = ModuleWeights.remote()
 
     def build_mapped_dataset(self) -> ray.data.Dataset:
-        """read -> ``map_batches(PreLearner)`` (-> ``materialize`` if configured), kept as
-        ``self.dataset`` (its ``stats()`` show what Ray Data ran)."""
+        """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
+        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran)."""
         config = self.config
         default_rows = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
                         else ROWS_PER_PRELEARNER_CALL * self.batch_size)
-        dataset = read_input(self._read_config()).map_batches(
+        source = self.data if self.data is not None else read_input(self._read_config())
+        dataset = source.map_batches(
             self.prelearner_class,
             batch_size=config.input_read_batch_size or default_rows,
-            batch_format="pyarrow",
+            batch_format="numpy" if overrides_call(self.prelearner_class) else "pyarrow",
             fn_constructor_kwargs={"config": config, "spaces": self.spaces,
                                    "ledger": self._ledger,
                                    "module_weights": self.module_weights,

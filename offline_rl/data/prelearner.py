@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import ray
+from ray.data.block import BlockAccessor
 
 from connectors import DEFAULT_LEARNER_PIECES, ConnectorPipelineV2
 from offline_rl.columns import SCHEMA, Columns
@@ -94,6 +95,7 @@ class OfflinePreLearner:
         if ledger is not None and ray.get_runtime_context().get_actor_id() is not None:
             ray.get(ledger.register.remote(ray.get_runtime_context().current_actor))
         self._learner_connector = config.build_learner_connector(*spaces)
+        self._episode_stage, self._batch_stage = _split_stages(self._learner_connector)
         self.synced_module = None
         if self._learner_connector.needs_module:
             if module_weights is None:
@@ -101,13 +103,13 @@ class OfflinePreLearner:
                                   "was given no module_weights to fetch it from")
             self.synced_module = SyncedModule(config.rl_module_spec.build(), module_weights,
                                               config.prelearner_module_synch_period)
-        #: The pieces that run on the flat columns the default pieces' fast path computes;
-        #: ``None`` when the whole pipeline must run on episode objects.
-        self._after_columns = _pieces_after_columns(self._learner_connector)
-        custom_mapping = (inspect.getattr_static(type(self), "_map_to_episodes")
-                          is not inspect.getattr_static(OfflinePreLearner, "_map_to_episodes"))
-        self._vectorized = self._after_columns is not None and not custom_mapping
-        self._custom_mapping = custom_mapping
+        #: Whether the episode stage is the default pieces, computed column by column instead.
+        self._fast_columns = ([type(piece) for piece in self._episode_stage]
+                              == list(DEFAULT_LEARNER_PIECES))
+        self._custom_mapping = (inspect.getattr_static(type(self), "_map_to_episodes")
+                                is not inspect.getattr_static(OfflinePreLearner,
+                                                              "_map_to_episodes"))
+        self._vectorized = self._fast_columns and not self._custom_mapping
         self._reads_episodes = config.reads_episodes
         self.episode_buffer = self._build_buffer() if self._reads_episodes else None
         self._extra_keys: tuple[str, ...] | None = None
@@ -121,15 +123,14 @@ class OfflinePreLearner:
         buffer_class = config.prelearner_buffer_class or EpisodeReplayBuffer
         kwargs = {"capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.seed,
                   **config.prelearner_buffer_kwargs}
-        self._vectorized_sampling = (buffer_class is EpisodeReplayBuffer
-                                     and self._after_columns is not None)
+        self._vectorized_sampling = buffer_class is EpisodeReplayBuffer and self._fast_columns
         return buffer_class(**kwargs)
 
     def __call__(self, batch: pa.Table | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Rows (an Arrow table or a dict of numpy columns) -> train columns."""
         if self._reads_episodes:
             return self._sample_episodes(*self._decode(batch))
-        table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
+        table = as_table(batch)
         if self._custom_mapping:
             episodes = self._map_to_episodes(
                 False, self._all_columns(table), schema=self.schema, to_numpy=True,
@@ -141,37 +142,36 @@ class OfflinePreLearner:
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
                                             self.source)
-            return self._check_transitions(self._connect_columns(columns), table)
+            return self._check_transitions(self._connect(columns=columns), table)
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema, to_numpy=True,
             observation_space=self.observation_space, action_space=self.action_space,
         )["episodes"]
         return self._check_transitions(self._connect(episodes), table)
 
-    def _connect(self, episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
-        """Runs the whole learner connector pipeline on episode objects."""
-        return self._run(self._learner_connector, {}, episodes)
-
-    def _connect_columns(self, columns: dict[str, np.ndarray]) -> dict[str, Any]:
-        """Runs the custom pieces on the columns the default pieces' fast path computed."""
-        return self._run(self._after_columns, columns, []) if self._after_columns else columns
-
-    def _run(self, pipeline: ConnectorPipelineV2, batch: dict[str, Any],
-             episodes: list[SingleAgentEpisode]) -> dict[str, Any]:
-        """Runs ``pipeline`` (with the synced module when it needs one)."""
+    def _connect(self, episodes: list[SingleAgentEpisode] | None = None,
+                 columns: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+        """Runs the learner connector pipeline (with the synced module when it needs one):
+        its episode stage on ``episodes`` (or ``columns`` the fast path computed in its
+        place), then its batch stage on the flat batch."""
         module = None if self.synced_module is None else self.synced_module.get()
-        columns = pipeline(rl_module=module, batch=batch, episodes=episodes, shared_data={},
-                           metrics={})
+        shared_data: dict[str, Any] = {}
+        if columns is None:
+            columns = self._episode_stage(rl_module=module, batch={}, episodes=episodes,
+                                          shared_data=shared_data, metrics={})
+        columns = self._batch_stage(rl_module=module, batch=columns, episodes=[],
+                                    shared_data=shared_data, metrics={})
         if module is not None:
             rows = len(np.asarray(columns[Columns.ACTIONS]))
             columns[WEIGHTS_VERSION] = np.full(rows, self.synced_module.version, np.int64)
         return columns
 
-    @staticmethod
-    def _all_columns(table: pa.Table) -> dict[str, np.ndarray]:
+    def _all_columns(self, table: pa.Table) -> dict[str, np.ndarray]:
         """Every column as numpy, for a custom ``_map_to_episodes``."""
-        return {name: table.column(name).to_numpy(zero_copy_only=False)
-                for name in table.column_names}
+        try:
+            return table_to_numpy(table)
+        except DataFormatError as error:
+            raise DataFormatError(f"{self.source}: {error}") from None
 
     # ------------------------------------------------------------------------------ tabular
     def _read_rows(self, table: pa.Table) -> dict[str, np.ndarray]:
@@ -228,7 +228,7 @@ class OfflinePreLearner:
     def _decode(self, batch: pa.Table | Mapping[str, Any]
                 ) -> tuple[list[SingleAgentEpisode], list[str]]:
         """The batch's episodes, and the file each was read from."""
-        table = batch if isinstance(batch, pa.Table) else pa.table(dict(batch))
+        table = as_table(batch)
         paths = (table.column(PATH_COLUMN).to_pylist() if PATH_COLUMN in table.column_names
                  else [f"a row of {self.config.input_}"] * table.num_rows)
         if self.config.input_read_episodes:
@@ -346,7 +346,7 @@ class OfflinePreLearner:
         buffer = self.episode_buffer
         if self._vectorized_sampling:
             transitions = Transitions(buffer.episodes)
-            return [self._connect_columns(transitions.take(buffer.sample_timesteps(
+            return [self._connect(columns=transitions.take(buffer.sample_timesteps(
                 self.batch_size))) for _ in range(count)]
         return [self._connect(buffer.sample(num_items=self.batch_size)) for _ in range(count)]
 
@@ -373,19 +373,26 @@ class OfflinePreLearner:
         return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
 
 
-def _pieces_after_columns(pipeline: ConnectorPipelineV2) -> ConnectorPipelineV2 | None:
-    """The pieces to run after the default pieces' column fast path: the pipeline's custom
-    pieces, in order. ``None`` when the fast path cannot stand in for the default pieces: a
-    piece declares ``needs_episodes``, or the default pieces are not all there in their order
-    (``add_default_connectors_to_learner_pipeline=False``, or some removed or moved)."""
-    defaults = [type(piece) for piece in pipeline if type(piece) in DEFAULT_LEARNER_PIECES]
-    if defaults != list(DEFAULT_LEARNER_PIECES):
-        return None
-    custom = [piece for piece in pipeline if type(piece) not in DEFAULT_LEARNER_PIECES]
-    if any(piece.needs_episodes for piece in custom):
-        return None
-    return ConnectorPipelineV2(pipeline.input_observation_space, pipeline.input_action_space,
-                               connectors=custom)
+def as_table(batch: pa.Table | Mapping[str, np.ndarray]) -> pa.Table:
+    """A batch as an Arrow table (a dict of numpy columns is converted as Ray Data does)."""
+    return batch if isinstance(batch, pa.Table) else BlockAccessor.batch_to_block(dict(batch))
+
+
+def overrides_call(prelearner_class: type) -> bool:
+    """Whether a PreLearner class has its own ``__call__``: it then gets its batches as dicts
+    of numpy arrays, as in RLlib (``OfflinePreLearner`` itself reads Arrow tables)."""
+    return prelearner_class.__call__ is not OfflinePreLearner.__call__
+
+
+def _split_stages(pipeline: ConnectorPipelineV2
+                  ) -> tuple[ConnectorPipelineV2, ConnectorPipelineV2]:
+    """The pipeline's episode stage (pieces that read episodes, ``needs_episodes``: the
+    default pieces and such custom ones) and its batch stage (the others, which run after it
+    on the flat train batch), each in pipeline order."""
+    spaces = (pipeline.input_observation_space, pipeline.input_action_space)
+    return (ConnectorPipelineV2(*spaces, connectors=[p for p in pipeline if p.needs_episodes]),
+            ConnectorPipelineV2(*spaces,
+                                connectors=[p for p in pipeline if not p.needs_episodes]))
 
 
 def _row_identity(table: pa.Table, bad: np.ndarray) -> str:

@@ -1,0 +1,191 @@
+"""RLlib's documented extension points, each tested with a port of the seed's own example
+(tests/extensions.py): a static ``_map_to_episodes`` with ``prelearner_kwargs``, a ``__call__``
+with its own pipeline, an ``OfflineData`` subclass, a custom episode buffer, and learner
+connector pieces added with ``learner_connector=`` or a ``build_learner_connector`` override."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+import pytest
+from PIL import Image
+
+from connectors import AddObservationsFromEpisodesToBatch, BatchIndividualItems
+from offline_rl import BCConfig, OfflineData, OfflinePreLearner, RLModuleSpec
+from offline_rl.episodes.replay_buffer import EpisodeBuffer
+from offline_rl.errors import ConfigError
+from tests.extensions import (
+    CountEpisodeSteps,
+    FrameStackingTextPreLearner,
+    ImageOfflineData,
+    ImageOfflinePreLearner,
+    ScaleRewards,
+    TextOfflinePreLearner,
+    WholeEpisodeBuffer,
+)
+from tests.test_episode_formats import SPACES as EPISODE_SPACES
+from tests.test_episode_formats import episodes_table, make_episode
+
+SENTENCES = ["the cat sat on the mat", "the dog sat on the log", "a cat and a dog sat"]
+SPACES = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+
+
+@pytest.fixture()
+def text_data(tmp_path):
+    path = tmp_path / "sentences.txt"
+    path.write_text("\n".join(SENTENCES * 20) + "\n")
+    tokens = sorted({token for sentence in SENTENCES for token in sentence.split(" ")})
+    vocabulary = {token: index for index, token in enumerate(tokens, start=1)}
+    return path, vocabulary
+
+
+def text_config(path, vocabulary, prelearner_class, observation_space):
+    # The seed's token ids start at 1, so the actions span len(vocabulary) + 1 values.
+    return (BCConfig()
+            .environment(observation_space=observation_space,
+                         action_space=gym.spaces.Discrete(len(vocabulary) + 1))
+            .training(lr=1e-2, train_batch_size_per_learner=32)
+            .offline_data(input_=str(path), input_read_method="read_text",
+                          prelearner_class=prelearner_class,
+                          prelearner_kwargs={"vocabulary": vocabulary},
+                          dataset_num_iters_per_learner=10)
+            .rl_module(model_config={"fcnet_hiddens": [32]})
+            .debugging(seed=0))
+
+
+def test_a_static_map_to_episodes_with_prelearner_kwargs_trains(ray_session, text_data):
+    path, vocabulary = text_data
+    one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
+    config = text_config(path, vocabulary, TextOfflinePreLearner, one_hot)
+    with config.build() as algo:
+        losses = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(4)]
+    assert losses[-1] < losses[0] * 0.7
+    episodes = TextOfflinePreLearner._map_to_episodes(  # callable on the class, as in the seed
+        False, {"text": np.array(SENTENCES[:1])}, vocabulary=vocabulary, to_numpy=True)
+    assert [len(episode) for episode in episodes["episodes"]] == [5]
+    with pytest.raises(ValueError, match="No `vocabulary`"):
+        TextOfflinePreLearner._map_to_episodes(False, {"text": np.array(SENTENCES[:1])})
+
+
+def test_a_call_override_with_its_own_frame_stacking_pipeline_trains(ray_session, text_data):
+    path, vocabulary = text_data
+    one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
+    stacked = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 4), np.float32)
+    config = text_config(path, vocabulary, FrameStackingTextPreLearner, one_hot).rl_module(
+        rl_module_spec=RLModuleSpec(observation_space=stacked))
+    prelearner = FrameStackingTextPreLearner(config, (one_hot, config.action_space),
+                                             vocabulary=vocabulary)
+    batch = prelearner({"text": np.array(SENTENCES[:1])})
+    assert batch["obs"].shape == (5, len(vocabulary), 1, 4)
+    np.testing.assert_array_equal(batch["obs"][1, :, :, :3], batch["obs"][0, :, :, 1:])
+    with config.build() as algo:
+        losses = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(4)]
+    assert losses[-1] < losses[0] * 0.7
+
+
+def test_an_offline_data_subclass_reads_its_own_files_and_serves_the_learner(ray_session,
+                                                                           tmp_path):
+    rng = np.random.default_rng(0)
+    for index in range(64):
+        image = np.full((8, 8, 3), rng.choice([30, 220]), dtype=np.uint8)
+        Image.fromarray(image).save(tmp_path / f"image_{index:02d}.png")
+    config = (BCConfig()
+              .environment(observation_space=gym.spaces.Box(0.0, 1.0, (8, 8, 3), np.float32),
+                           action_space=gym.spaces.Discrete(2))
+              .training(lr=3e-2, train_batch_size_per_learner=32)
+              .offline_data(input_=str(tmp_path), input_read_method="read_binary_files",
+                            offline_data_class=ImageOfflineData,
+                            prelearner_class=ImageOfflinePreLearner,
+                            dataset_num_iters_per_learner=5)
+              .rl_module(model_config={"fcnet_hiddens": [16], "fcnet_activation": "relu"})
+              .debugging(seed=0))
+    with config.build() as algo:
+        assert isinstance(algo.offline_data, ImageOfflineData)
+        for _ in range(6):
+            result = algo.train()
+        assert algo.offline_data.batches_sampled == 30
+        bright = np.full((2, 8, 8, 3), 220 / 255, np.float32)
+        dark = np.full((2, 8, 8, 3), 30 / 255, np.float32)
+        assert algo.module.compute_actions(bright).tolist() == [1, 1]
+        assert algo.module.compute_actions(dark).tolist() == [0, 0]
+    assert result["learners"]["default_policy"]["num_module_steps_trained"] == 5 * 32
+
+
+def test_an_overridden_sample_must_run_a_set_number_of_updates(ray_session, tmp_path):
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(tmp_path / "image.png")
+    config = (BCConfig()
+              .environment(observation_space=gym.spaces.Box(0, 255, (8, 8, 3), np.uint8),
+                           action_space=gym.spaces.Discrete(2))
+              .offline_data(input_=str(tmp_path), input_read_method="read_binary_files",
+                            offline_data_class=ImageOfflineData,
+                            prelearner_class=ImageOfflinePreLearner))
+    with pytest.raises(ConfigError, match="ImageOfflineData overrides sample\\(\\), which cannot "
+                                         "say where an epoch ends.*dataset_num_iters_per_learner"):
+        config.build()
+
+
+def test_a_custom_buffer_written_to_the_documented_interface_is_used(tmp_path):
+    config = (BCConfig().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=64)
+              .offline_data(input_=str(tmp_path), input_read_episodes=True,
+                            prelearner_buffer_class="tests.extensions:WholeEpisodeBuffer"))
+    prelearner = OfflinePreLearner(config, EPISODE_SPACES)
+    assert isinstance(prelearner.episode_buffer, WholeEpisodeBuffer)
+    assert isinstance(prelearner.episode_buffer, EpisodeBuffer)
+    episodes = [make_episode(f"e{i}", steps) for i, steps in enumerate([30, 50, 70])]
+    batch = prelearner(episodes_table(episodes))
+    assert len(batch["obs"]) % 64 == 0 and len(batch["obs"]) >= 64
+    assert prelearner.episode_buffer.get_num_timesteps() == 150
+
+
+def test_batch_pieces_run_after_the_episode_stage_on_either_path(cartpole_data):
+    """A piece that does not read episodes runs on the flat batch, after the default pieces,
+    so the column fast path stays on; one that declares ``needs_episodes`` turns it off."""
+    rows = pa.table({"obs": [[0.0, 0.1, 0.2, 0.3]] * 3, "new_obs": [[0.1, 0.2, 0.3, 0.4]] * 3,
+                     "actions": [0, 1, 0], "rewards": [1.0, 2.0, 3.0],
+                     "terminateds": [False, False, True], "eps_id": ["a"] * 3, "t": [0, 1, 2]})
+    config = BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
+    fast = OfflinePreLearner(config.copy().training(
+        learner_connector=lambda obs_space, act_space: ScaleRewards(factor=0.5)), SPACES)(rows)
+    episodic = OfflinePreLearner(config.copy().training(
+        learner_connector=lambda obs_space, act_space: [ScaleRewards(factor=0.5),
+                                                        CountEpisodeSteps()]), SPACES)(rows)
+    for batch in (fast, episodic):
+        assert batch["rewards"].tolist() == [0.5, 1.0, 1.5]
+        assert batch["scaled_flat_batch"].all()  # it was given the built batch, no episodes
+    assert episodic["episode_steps"].tolist() == [1, 1, 1]  # tabular rows: one-step episodes
+    for name in ("obs", "new_obs", "actions", "terminateds", "truncateds"):
+        np.testing.assert_array_equal(episodic[name], fast[name])
+
+
+class PipelineEditingBCConfig(BCConfig):
+    """Edits the default pipeline as RLlib's MARWIL does: ``prepend``, ``insert_after`` and
+    ``append``."""
+
+    def build_learner_connector(self, input_observation_space, input_action_space,
+                                device=None):
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space,
+                                                   device=device)
+        pipeline.prepend(ScaleRewards(factor=2.0))
+        pipeline.insert_after(AddObservationsFromEpisodesToBatch, CountEpisodeSteps())
+        pipeline.append(ScaleRewards(factor=0.25))
+        return pipeline
+
+
+def test_a_build_learner_connector_override_reaches_the_prelearner_actors(ray_session,
+                                                                         cartpole_data):
+    config = (PipelineEditingBCConfig().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=256)
+              .offline_data(input_=str(cartpole_data)))
+    pipeline = config.build_learner_connector(*SPACES)
+    assert [piece.name for piece in pipeline][:3] == [
+        "ScaleRewards", "AddObservationsFromEpisodesToBatch", "CountEpisodeSteps"]
+    assert pipeline.connectors[-2].name == BatchIndividualItems.__name__
+    data = OfflineData(config.data_config(SPACES), SPACES).start()
+    try:
+        batch = data.sample()
+    finally:
+        data.stop()
+    assert set(batch["rewards"].tolist()) == {0.5}  # CartPole's 1.0, x2 then x0.25
+    assert batch["episode_steps"].tolist() == [1] * 256
