@@ -26,12 +26,16 @@ def scripted(obs: np.ndarray):
 
 
 def bare_env_steps_per_s(episodes: int, num_envs: int) -> float:
-    from offline_rl.recording.rollout import as_batch_policy, rollout
+    from offline_rl.evaluation.rollout import make_env, rollout
+    from offline_rl.recording.policies import as_batch_policy
 
+    envs = [make_env(ENV) for _ in range(num_envs)]
     started = time.perf_counter()
-    steps = sum(len(e) for e in rollout(ENV, None, as_batch_policy(scripted), episodes,
-                                        num_envs=num_envs, seed=0))
-    return steps / (time.perf_counter() - started)
+    steps = sum(len(e) for e in rollout(envs, as_batch_policy(scripted), episodes, seed=0))
+    elapsed = time.perf_counter() - started
+    for env in envs:
+        env.close()
+    return steps / elapsed
 
 
 def recorded_steps_per_s(runners: int, num_envs: int, episodes: int, write_episodes: bool,

@@ -217,8 +217,8 @@ class _ResultWriter:
         row = _flatten(result)
         if self._csv is None:
             evaluation = {f"evaluation/env_runners/{key}": None for key in (
-                "episode_return_mean", "episode_return_min", "episode_return_max",
-                "episode_len_mean", "num_episodes")}
+                "num_episodes", "num_env_steps", "episode_return_mean", "episode_return_std",
+                "episode_return_min", "episode_return_max", "episode_len_mean")}
             fields = list(dict.fromkeys([*row, *evaluation, "evaluation/evaluation_time_s"]))
             self._csv = csv.DictWriter(self._csv_file, fieldnames=fields, extrasaction="ignore")
             self._csv.writeheader()

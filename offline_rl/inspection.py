@@ -16,7 +16,7 @@ Example:
     ...                                len_lookback_buffer=0) for n in (2, 4)]
     >>> _ = writer.add(episodes); _ = writer.flush()
     >>> summary = inspect_dataset(folder)
-    >>> summary["format"], summary["episodes"], summary["steps"], summary["return_mean"]
+    >>> summary["format"], summary["episodes"], summary["steps"], summary["episode_return_mean"]
     ('tabular', 2, 6, 3.0)
 """
 
@@ -42,7 +42,9 @@ from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.checks import check_actions
 from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.episode_rows import DONES
 from offline_rl.formats.tabular import column_to_numpy
+from offline_rl.statistics import episode_statistics
 
 #: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
 CARD_NAME = "dataset.json"
@@ -50,7 +52,6 @@ PARQUET_SUFFIXES = (".parquet",)
 JSON_SUFFIXES = (".json", ".jsonl")
 #: ``input_read_method`` values ``inspect_dataset`` understands, and the files each reads.
 READ_METHODS = {"read_parquet": PARQUET_SUFFIXES, "read_json": JSON_SUFFIXES}
-_DONES = "dones"
 
 
 def locate(path: str, filesystem: str | pafs.FileSystem | None = None
@@ -116,8 +117,9 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     ``input_read_method`` (``"read_parquet"`` or ``"read_json"``) picks the files to read when a
     folder holds both kinds. Returns ``path``, ``format``, ``files`` (how many data files),
     ``schema`` (column -> type), ``episodes``, ``steps``, ``incomplete_episodes`` (neither
-    terminated nor truncated), ``return_mean``/``_std``/``_min``/``_max``, ``episode_len_mean``
-    and ``returns`` (one per episode; an incomplete episode counts with the return so far).
+    terminated nor truncated), ``episode_return_mean``/``_std``/``_min``/``_max`` and
+    ``episode_len_mean`` (``None`` without episodes), and ``returns`` (one per episode; an
+    incomplete episode counts with the return so far).
     ``actions_out_of_bounds`` counts the actions outside a ``Box`` action space (``action_space``,
     or each episode's own in the episodes format; ``None`` when there is no ``Box`` space).
     Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
@@ -172,7 +174,7 @@ def _inspect_tabular(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
                               "tabular data needs one row per timestep with a 'rewards' column")
     dataset = pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
     wanted = [name for name in (Columns.EPS_ID, Columns.ACTIONS, Columns.REWARDS,
-                                Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES)
+                                Columns.TERMINATEDS, Columns.TRUNCATEDS, DONES)
               if name in schema.names]
     table = dataset.to_table(columns=wanted)
     outside = None
@@ -182,9 +184,10 @@ def _inspect_tabular(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
     summary = {"format": "tabular", "schema": _schema_types(schema), "steps": table.num_rows,
                "actions_out_of_bounds": outside}
     if Columns.EPS_ID not in schema.names:
-        return {**summary, "episodes": None, "incomplete_episodes": None, "returns": []}
+        return {**summary, "episodes": None, "incomplete_episodes": None, "returns": [],
+                "lengths": []}
     done = pa.array(np.zeros(table.num_rows, dtype=bool))
-    for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES):
+    for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, DONES):
         if name in table.column_names:
             done = pc.or_(done, pc.fill_null(pc.cast(table.column(name), pa.bool_()), False))
     per_episode = _per_episode(table.column(Columns.EPS_ID), table.column(Columns.REWARDS), done)
@@ -193,34 +196,36 @@ def _inspect_tabular(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
 
 def _per_episode(eps_ids: pa.Array | pa.ChunkedArray, rewards: pa.Array | pa.ChunkedArray,
                  done: pa.Array | pa.ChunkedArray) -> dict[str, Any]:
-    """Episode count, returns and unfinished episodes of per-timestep rows, by eps_id."""
+    """Episode count, returns, lengths and unfinished episodes of per-timestep rows, by
+    eps_id."""
     table = pa.table({"eps_id": eps_ids, "rewards": pc.cast(rewards, pa.float64()),
                       "done": done})
     grouped = table.group_by("eps_id", use_threads=False).aggregate(
-        [("rewards", "sum"), ("done", "any")])
+        [("rewards", "sum"), ("done", "any"), ("done", "count")])
     finished = pc.sum(pc.cast(grouped["done_any"], pa.int64())).as_py() or 0
     return {"episodes": grouped.num_rows, "incomplete_episodes": grouped.num_rows - finished,
-            "returns": grouped["rewards_sum"].to_pylist()}
+            "returns": grouped["rewards_sum"].to_pylist(),
+            "lengths": grouped["done_count"].to_pylist()}
 
 
 def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
                       action_space: gym.Space | None) -> dict[str, Any]:
-    returns, steps, incomplete, outside = [], 0, 0, None
+    returns, lengths, incomplete, outside = [], [], 0, None
     for file in files:
         with fs.open_input_file(file) as stream:
             for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
                 for item in batch.column(0).to_pylist():
                     episode = decode_episode(item, f"{file} (column 'item')")
                     returns.append(episode.get_return())
-                    steps += len(episode)
+                    lengths.append(len(episode))
                     incomplete += not episode.is_done
                     counted = _out_of_bounds(np.asarray(episode.get_actions()),
                                              action_space or episode.action_space, file)
                     if counted is not None:
                         outside = (outside or 0) + counted
-    return {"format": "episodes", "schema": _schema_types(schema), "steps": steps,
+    return {"format": "episodes", "schema": _schema_types(schema), "steps": sum(lengths),
             "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns,
-            "actions_out_of_bounds": outside}
+            "lengths": lengths, "actions_out_of_bounds": outside}
 
 
 def _inspect_json(files: list[str], fs: pafs.FileSystem,
@@ -233,7 +238,7 @@ def _inspect_json(files: list[str], fs: pafs.FileSystem,
             row_rewards = _json_field(row, Columns.REWARDS, where)
             size = len(row_rewards)
             flags = np.zeros(size, dtype=bool)
-            for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, _DONES):
+            for name in (Columns.TERMINATEDS, Columns.TRUNCATEDS, DONES):
                 if row.get(name) is not None:
                     flags |= _json_field(row, name, where).astype(bool)
             row_ids = (_json_field(row, Columns.EPS_ID, where) if Columns.EPS_ID in row
@@ -305,17 +310,9 @@ def _schema_types(schema: pa.Schema) -> dict[str, str]:
 
 
 def _statistics(summary: dict[str, Any]) -> dict[str, float | None]:
-    returns = np.asarray(summary["returns"], dtype=np.float64)
-    if not len(returns):
-        return dict.fromkeys(("return_mean", "return_std", "return_min", "return_max",
-                              "episode_len_mean"))
-    return {
-        "return_mean": float(returns.mean()),
-        "return_std": float(returns.std()),
-        "return_min": float(returns.min()),
-        "return_max": float(returns.max()),
-        "episode_len_mean": summary["steps"] / len(returns),
-    }
+    """The ``episode_*`` statistics (the counts are the summary's ``episodes`` and ``steps``)."""
+    statistics = episode_statistics(summary["returns"], summary["lengths"])
+    return {key: value for key, value in statistics.items() if key.startswith("episode_")}
 
 
 def plot_returns(returns: Sequence[float], path: str, title: str) -> None:
@@ -323,8 +320,12 @@ def plot_returns(returns: Sequence[float], path: str, title: str) -> None:
 
     Needs matplotlib (``pip install 'offline-rl[plot]'``).
 
-    Example (skipped by doctest: matplotlib is optional):
-        >>> plot_returns([10.0, 12.5, 30.0], "returns.png", "CartPole expert")  # doctest: +SKIP
+    Example:
+        >>> import tempfile
+        >>> path = f"{tempfile.mkdtemp()}/returns.png"
+        >>> plot_returns([10.0, 12.5, 30.0], path, "CartPole expert")
+        >>> open(path, "rb").read(4)
+        b'\x89PNG'
     """
     try:
         from matplotlib.figure import Figure

@@ -79,7 +79,7 @@ def test_cli_records_trains_and_evaluates(tmp_path):
     made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
                    "--episodes", "20")
     assert made.returncode == 0, made.stderr
-    assert json.loads(made.stdout.splitlines()[-1])["steps"] == 10_000
+    assert json.loads(made.stdout.splitlines()[-1])["num_env_steps"] == 10_000
     config = tmp_path / "bc.yaml"
     config.write_text(
         "algorithm: BC\nenvironment: {env: CartPole-v1}\n"

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offline_rl.codec import pack_episode_state, unpack_episode_state
-from offline_rl.episodes.episode import STATE_KEYS, SingleAgentEpisode
+from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.episode_state import STATE_KEYS
 from offline_rl.episodes.lookback import InfiniteLookbackBuffer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"

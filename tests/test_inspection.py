@@ -29,9 +29,10 @@ def check_statistics(summary: dict, returns: list[float], steps: int) -> None:
     assert sorted(summary["returns"]) == pytest.approx(sorted(returns))
     assert summary["episodes"] == len(returns)
     assert summary["steps"] == steps
-    assert summary["return_mean"] == pytest.approx(np.mean(returns))
-    assert summary["return_std"] == pytest.approx(np.std(returns))
-    assert (summary["return_min"], summary["return_max"]) == (min(returns), max(returns))
+    assert summary["episode_return_mean"] == pytest.approx(np.mean(returns))
+    assert summary["episode_return_std"] == pytest.approx(np.std(returns))
+    assert (summary["episode_return_min"], summary["episode_return_max"]) == (min(returns),
+                                                                             max(returns))
     assert summary["episode_len_mean"] == pytest.approx(steps / len(returns))
 
 
@@ -113,7 +114,7 @@ def test_tabular_without_episode_ids_counts_steps_only(tmp_path):
                    tmp_path / "rows.parquet")
     summary = inspect_dataset(str(tmp_path))
     assert (summary["format"], summary["steps"], summary["episodes"]) == ("tabular", 2, None)
-    assert summary["returns"] == [] and summary["return_mean"] is None
+    assert summary["returns"] == [] and summary["episode_return_mean"] is None
 
 
 def test_mixed_formats_need_a_read_method(tmp_path):

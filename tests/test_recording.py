@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,21 +14,96 @@ import ray
 from offline_rl import BCConfig
 from offline_rl.codec import unpack_episode_state
 from offline_rl.compression import decompress_column
-from offline_rl.episodes.episode import STATE_KEYS
+from offline_rl.episodes.episode_state import STATE_KEYS
 from offline_rl.episodes.transitions import Transitions
+from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.tabular import table_to_numpy
-from offline_rl.recording.recorder import Recorder
-from offline_rl.recording.rollout import as_batch_policy, rollout
+from offline_rl.recording.policies import as_batch_policy
+from offline_rl.recording.recorder import Recorder, _EnvRunner
+from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.statistics import episode_statistics
 from tests.policies import DiesAfter, alternating
 
 FIXTURE_EPISODES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"
+STATISTICS = ["num_episodes", "num_env_steps", "episode_return_mean", "episode_return_std",
+              "episode_return_min", "episode_return_max", "episode_len_mean"]
 
 
 def cartpole_episodes(count: int = 5):
-    return list(rollout("CartPole-v1", None, as_batch_policy(alternating), count, num_envs=2,
-                        seed=0))
+    envs = [make_env("CartPole-v1") for _ in range(2)]
+    return list(rollout(envs, as_batch_policy(alternating), count, seed=0))
+
+
+class SeesActions(gym.Wrapper):
+    """Keeps every action the env is stepped with."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.seen = []
+
+    def step(self, action):
+        self.seen.append(action)
+        return super().step(action)
+
+
+def test_envs_get_converted_actions_and_episodes_keep_the_policys():
+    env = SeesActions(gym.make("Pendulum-v1", max_episode_steps=3))
+    too_far = as_batch_policy(lambda obs: np.full((len(obs), 1), 5.0, np.float32))
+    (episode,) = rollout([env], too_far, 1, seed=0)
+    np.testing.assert_array_equal(episode.get_actions(), np.full((3, 1), 5.0, np.float32))
+    np.testing.assert_array_equal(env.seen, np.full((3, 1), 2.0))  # clipped to the Box
+    cartpole = SeesActions(gym.make("CartPole-v1", max_episode_steps=2))
+    list(rollout([cartpole], as_batch_policy(alternating), 1, seed=0))
+    assert [type(action) for action in cartpole.seen] == [int, int]
+
+
+def test_rollout_seeds_episodes_in_order_and_its_envs_can_be_reused():
+    envs = [make_env("CartPole-v1") for _ in range(2)]
+    started = []
+    episodes = list(rollout(envs, as_batch_policy(alternating), 3, seed=7,
+                            on_episode_start=started.append))
+    assert started == [0, 1, 2]
+    assert sorted(e.get_observations(0).tolist() for e in episodes) == sorted(
+        make_env("CartPole-v1").reset(seed=seed)[0].tolist() for seed in (7, 8, 9))
+    assert [len(e) for e in rollout(envs, as_batch_policy(alternating), 3, seed=7)] == [
+        len(e) for e in episodes]
+
+
+def test_episode_statistics_use_rllibs_names():
+    statistics = episode_statistics([1.0, 3.0], [2, 6])
+    assert list(statistics) == STATISTICS
+    assert statistics == {"num_episodes": 2, "num_env_steps": 8, "episode_return_mean": 2.0,
+                          "episode_return_std": 1.0, "episode_return_min": 1.0,
+                          "episode_return_max": 3.0, "episode_len_mean": 4.0}
+    assert episode_statistics([], []) == {"num_episodes": 0, "num_env_steps": 0,
+                                          **dict.fromkeys(STATISTICS[2:])}
+    with pytest.raises(ValueError, match="2 returns but 1 lengths"):
+        episode_statistics([1.0, 2.0], [3])
+
+
+def test_evaluator_keeps_its_envs_and_repeats_seeded_evaluations():
+    evaluator = EnvEvaluator("CartPole-v1", num_envs=2, seed=0)
+    envs = list(evaluator.envs)
+    first = evaluator.evaluate(lambda obs: (obs[:, 2] > 0).astype(np.int64), 3)
+    assert list(first) == STATISTICS and first["num_episodes"] == 3
+    assert evaluator.evaluate(lambda obs: (obs[:, 2] > 0).astype(np.int64), 3) == first
+    assert evaluator.envs == envs
+    evaluator.close()
+
+
+def test_env_runner_keeps_its_envs_across_record_calls(tmp_path):
+    config = RecorderConfig(env="CartPole-v1", output=str(tmp_path), num_envs_per_env_runner=2,
+                            seed=0)
+    runner = _EnvRunner(config, alternating, 0)
+    envs = list(runner.envs)
+    returns, lengths = runner.record(3)
+    assert len(returns) == len(lengths) == 3
+    runner.record(2)
+    assert runner.envs == envs and runner.episodes_started == 5
+    assert runner.stop()
 
 
 def read_files(folder: Path) -> pa.Table:
@@ -116,7 +192,7 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
     with Recorder(config.recorder_config(), alternating) as recorder:
         stats = recorder.record(6, progress=False)
         files = recorder.stop()
-    assert stats["num_episodes"] == 6
+    assert list(stats) == STATISTICS and stats["num_episodes"] == 6
     assert {Path(f).parent.name for f in files} == {"run-000000-00000", "run-000001-00000"}
     assert all(Path(f).parent.parent.name == "cartpole-v1" for f in files)
     table = read_files(tmp_path / "out")

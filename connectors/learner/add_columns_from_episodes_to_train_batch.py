@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
 from connectors.connector_v2 import ConnectorV2
 from offline_rl.columns import Columns
+from offline_rl.episodes.transitions import last_step_flags
 
 
 class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
@@ -37,8 +36,8 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
             per_step = {
                 Columns.ACTIONS: partial(episode.get_actions, window),
                 Columns.REWARDS: partial(episode.get_rewards, window),
-                Columns.TERMINATEDS: partial(_last_step_flag, steps, episode.is_terminated),
-                Columns.TRUNCATEDS: partial(_last_step_flag, steps, episode.is_truncated),
+                Columns.TERMINATEDS: partial(last_step_flags, [steps], [episode.is_terminated]),
+                Columns.TRUNCATEDS: partial(last_step_flags, [steps], [episode.is_truncated]),
             }
             for key in episode.extra_model_outputs:
                 per_step[key] = partial(episode.get_extra_model_outputs, key, window)
@@ -46,10 +45,3 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                 if column not in present:
                     self.add_n_batch_items(batch, column, values(), steps, episode)
         return batch
-
-
-def _last_step_flag(steps: int, flag: bool) -> np.ndarray:
-    flags = np.zeros(steps, dtype=bool)
-    if steps:
-        flags[-1] = flag
-    return flags

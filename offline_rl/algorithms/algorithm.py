@@ -65,11 +65,17 @@ class Algorithm:
 
     Example:
         >>> from offline_rl import BCConfig
-        >>> algo = (BCConfig().environment("CartPole-v1")          # doctest: +SKIP
-        ...         .offline_data(input_="data/cartpole-expert").build())
-        >>> result = algo.train()                                  # doctest: +SKIP
-        >>> algo.evaluate()["env_runners"]["episode_return_mean"]  # doctest: +SKIP
-        >>> algo.stop()                                            # doctest: +SKIP
+        >>> config = (BCConfig().environment("CartPole-v1")
+        ...           .training(train_batch_size_per_learner=256)
+        ...           .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=10)
+        ...           .evaluation(evaluation_duration=2))
+        >>> with config.build() as algo:
+        ...     result = algo.train()
+        ...     evaluation = algo.evaluate()["env_runners"]
+        >>> result["learners"]["__all_modules__"]["num_env_steps_trained"]
+        2560
+        >>> evaluation["num_episodes"], evaluation["episode_return_mean"] > 0
+        (2, True)
     """
 
     @surface_errors

@@ -38,10 +38,16 @@ class Learner(ABC):
     dicts of numpy columns; ``NumpyToTensor`` moves them onto the learner's device.
 
     Example:
-        >>> learner = BCTorchLearner(config, module_spec)          # doctest: +SKIP
-        >>> metrics = learner.update(offline_data.sample())        # doctest: +SKIP
-        >>> sorted(metrics)[:2]                                    # doctest: +SKIP
-        ['learner_update_timer', 'num_module_steps_trained']
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> config = BCConfig().rl_module(model_config={"fcnet_hiddens": [8]})
+        >>> spec = config.get_rl_module_spec(gym.spaces.Box(-1, 1, (2,), np.float32),
+        ...                                  gym.spaces.Discrete(2))
+        >>> learner = config.get_default_learner_class()(config.learner_config(spec))
+        >>> batch = {"obs": np.zeros((4, 2), np.float32), "actions": np.array([0, 1, 0, 1])}
+        >>> metrics = learner.update(batch)
+        >>> metrics["num_module_steps_trained"], sorted(metrics)[:2]
+        (4, ['learner_update_timer', 'num_module_steps_trained'])
     """
 
     def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None):

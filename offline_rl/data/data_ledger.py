@@ -21,11 +21,15 @@ class DataLedger:
     pipeline stops registers later, and fails to once the ledger is gone).
 
     Example:
-        >>> ledger = DataLedger.remote()                                   # doctest: +SKIP
-        >>> ray.get(ledger.claim.remote(["a", "b"], ["x.parquet"] * 2))     # doctest: +SKIP
+        >>> ledger = DataLedger.remote()
+        >>> ray.get(ledger.claim.remote(["a", "b"], ["x.parquet"] * 2))
         [False, False]
-        >>> ray.get(ledger.claim.remote(["b"], ["y.parquet"]))              # doctest: +SKIP
+        >>> ray.get(ledger.claim.remote(["b"], ["y.parquet"]))
         [True]
+        >>> ray.get(ledger.add.remote({"duplicate_episodes": 1}))
+        >>> ray.get(ledger.totals.remote())
+        {'duplicate_episodes': 1}
+        >>> ray.kill(ledger)
     """
 
     def __init__(self) -> None:

@@ -27,10 +27,14 @@ class ModuleWeights:
     """The latest published weights and their version; ``latest`` waits for the first ones.
 
     Example:
-        >>> board = ModuleWeights.remote()                                     # doctest: +SKIP
-        >>> ray.get(board.publish.remote([ray.put({"w": np.zeros(2)})], 7))    # doctest: +SKIP
-        >>> ray.get(board.latest.remote(-1))[0]                                # doctest: +SKIP
-        7
+        >>> board = ModuleWeights.remote()
+        >>> ray.get(board.publish.remote([ray.put({"w": np.zeros(2)})], 7))
+        >>> version, [weights] = ray.get(board.latest.remote(-1))
+        >>> version, ray.get(weights)["w"].tolist()
+        (7, [0.0, 0.0])
+        >>> ray.get(board.latest.remote(7))  # nothing newer than version 7
+        (7, [])
+        >>> ray.kill(board)
     """
 
     def __init__(self) -> None:
@@ -62,9 +66,18 @@ class SyncedModule:
     calls of ``get()``.
 
     Example:
-        >>> synced = SyncedModule(spec.build(), board, period=10)    # doctest: +SKIP
-        >>> module = synced.get(); synced.version                     # doctest: +SKIP
-        0
+        >>> import gymnasium as gym, torch
+        >>> from offline_rl import RLModuleSpec
+        >>> spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (2,)),
+        ...                     action_space=gym.spaces.Discrete(2))
+        >>> learners_module, board = spec.build(), ModuleWeights.remote()
+        >>> ray.get(board.publish.remote([ray.put(numpy_state(learners_module))], 3))
+        >>> synced = SyncedModule(spec.build(), board, period=10)
+        >>> module = synced.get()
+        >>> synced.version, all(torch.equal(a, b) for a, b in zip(
+        ...     module.parameters(), learners_module.parameters()))
+        (3, True)
+        >>> ray.kill(board)
     """
 
     def __init__(self, module: Any, weights: ray.actor.ActorHandle, period: int):

@@ -12,8 +12,9 @@ import numpy as np
 
 from offline_rl.columns import Columns
 from offline_rl.datasets.experts import EXPECTED_RETURNS, BehaviourPolicy, behaviour_policy
-from offline_rl.recording.rollout import rollout
+from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.statistics import episode_statistics
 
 CARD_FILE = "dataset.json"
 GENERATOR_VERSION = 2
@@ -28,14 +29,14 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     Deterministic given ``seed``: episode ``i`` is reset with ``seed + i`` and the policy's own
     randomness is seeded. ``action_logp`` and ``action_dist_inputs`` of the behaviour policy are
     recorded. Data goes to a temporary folder renamed into place once complete, with the card
-    (``dataset.json``: env, tier, episodes, steps, return statistics, the tier's expected return
-    band, generator version, seed) written last.
+    (``dataset.json``: env, tier, format, ``offline_rl.statistics.episode_statistics`` of the
+    episodes, the tier's expected return band, generator version, seed) written last.
 
     Example:
         >>> import tempfile
         >>> card = make_dataset("CartPole-v1", tempfile.mkdtemp() + "/d", tier="random",
         ...                     episodes=3, progress=False)
-        >>> card["episodes"], card["tier"]
+        >>> card["num_episodes"], card["tier"]
         (3, 'random')
     """
     from tqdm import tqdm
@@ -48,24 +49,23 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
                            compress_columns=compress_columns,
                            max_rows_per_file=max_rows_per_file)
     returns, lengths = [], []
-    recorded = rollout(env_id, None, _BatchOfOne(policy), episodes, seed=seed,
-                       on_episode_start=lambda _: policy.start_episode())
-    for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
-                        unit="episode", disable=not progress):
-        writer.add([episode])
-        returns.append(episode.get_return())
-        lengths.append(len(episode))
+    env = make_env(env_id)
+    try:
+        recorded = rollout([env], _BatchOfOne(policy), episodes, seed=seed,
+                           on_episode_start=lambda _: policy.start_episode())
+        for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
+                            unit="episode", disable=not progress):
+            writer.add([episode])
+            returns.append(episode.get_return())
+            lengths.append(len(episode))
+    finally:
+        env.close()
     writer.flush()
     card = {
         "env": env_id,
         "tier": tier,
         "format": "episodes" if write_episodes else "tabular",
-        "episodes": episodes,
-        "steps": int(sum(lengths)),
-        "return_mean": float(np.mean(returns)),
-        "return_std": float(np.std(returns)),
-        "return_min": float(np.min(returns)),
-        "return_max": float(np.max(returns)),
+        **episode_statistics(returns, lengths),
         "expected_return_mean_band": list(EXPECTED_RETURNS[env_id][tier]),
         "behaviour_policy": type(policy).__name__,
         "generator_version": GENERATOR_VERSION,

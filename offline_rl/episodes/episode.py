@@ -10,19 +10,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from offline_rl.episodes.episode_state import read_episode_state
 from offline_rl.episodes.lookback import Indices, InfiniteLookbackBuffer
-from offline_rl.spaces import space_from_dict, space_to_dict
+from offline_rl.spaces import space_to_dict
 
 #: The space RLlib gives every rewards buffer.
 _REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
-
-#: Keys of ``get_state()``, in RLlib's order.
-STATE_KEYS = (
-    "id_", "agent_id", "module_id", "multi_agent_episode_id", "observations", "actions",
-    "rewards", "infos", "extra_model_outputs", "is_terminated", "is_truncated", "t_started", "t",
-    "_observation_space", "_action_space", "_start_time", "_last_step_time", "custom_data",
-)
-
 
 class SingleAgentEpisode:
     """Observations, infos, actions, rewards and extra model outputs of one agent's episode.
@@ -393,27 +386,14 @@ class SingleAgentEpisode:
 
         Raises ``ValueError`` naming the field when the state is malformed.
         """
-        missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
-        if missing:
-            raise ValueError(f"episode state is missing {missing}")
-        for flag in ("is_terminated", "is_truncated"):
-            if not isinstance(state[flag], bool | np.bool_):
-                raise ValueError(f"episode state field {flag!r} must be a bool, got "
-                                 f"{type(state[flag]).__name__} {state[flag]!r}")
-        extra_states = state["extra_model_outputs"] or {}
-        if not isinstance(extra_states, dict):
-            raise ValueError("episode state field 'extra_model_outputs' must be a dict, got "
-                             f"{type(extra_states).__name__}")
+        fields = read_episode_state(state)
         episode = cls(
             state["id_"],
-            observations=_buffer_from_state(state["observations"], "observations"),
-            infos=_buffer_from_state(state["infos"], "infos"),
-            actions=_buffer_from_state(state["actions"], "actions"),
-            rewards=_buffer_from_state(state["rewards"], "rewards"),
-            extra_model_outputs={
-                key: _buffer_from_state(value, f"extra_model_outputs[{key!r}]")
-                for key, value in extra_states.items()
-            },
+            observations=fields["observations"],
+            infos=fields["infos"],
+            actions=fields["actions"],
+            rewards=fields["rewards"],
+            extra_model_outputs=fields["extra_model_outputs"],
             terminated=state["is_terminated"],
             truncated=state["is_truncated"],
             t_started=state["t_started"],
@@ -421,8 +401,8 @@ class SingleAgentEpisode:
             module_id=state["module_id"],
             multi_agent_episode_id=state["multi_agent_episode_id"],
         )
-        episode._observation_space = _space_from_state(state, "_observation_space")
-        episode._action_space = _space_from_state(state, "_action_space")
+        episode._observation_space = fields["_observation_space"]
+        episode._action_space = fields["_action_space"]
         episode.t = state["t"]
         episode._start_time = state["_start_time"]
         episode._last_step_time = state["_last_step_time"]
@@ -441,20 +421,3 @@ def _as_buffer(data: Any, lookback: int, space: gym.Space | None = None
     if isinstance(data, InfiniteLookbackBuffer):
         return data
     return InfiniteLookbackBuffer(data, lookback=lookback, space=space)
-
-
-def _buffer_from_state(state: Any, field: str) -> InfiniteLookbackBuffer:
-    if not isinstance(state, dict):
-        raise ValueError(f"episode state field {field!r} must be a buffer state dict, got "
-                         f"{type(state).__name__}")
-    try:
-        return InfiniteLookbackBuffer.from_state(state)
-    except ValueError as error:
-        raise ValueError(f"episode state field {field!r}: {error}") from None
-
-
-def _space_from_state(state: dict[str, Any], field: str) -> gym.Space | None:
-    try:
-        return space_from_dict(state[field])
-    except ValueError as error:
-        raise ValueError(f"episode state field {field!r}: {error}") from None

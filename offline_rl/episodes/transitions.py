@@ -27,17 +27,19 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 
 class Transitions:
     """Flat ``obs``, ``actions``, ``rewards``, ``terminateds``, ``truncateds``, extra model
-    outputs and ``new_obs`` columns over finalized episodes."""
+    outputs and ``new_obs`` columns over finalized episodes: the one conversion of episodes to
+    columns (PreLearners sample from it; the recorder writes it as tabular rows)."""
 
     def __init__(self, episodes: Sequence[SingleAgentEpisode]):
+        self.episodes = episodes
         lengths = [len(episode) for episode in episodes]
         observations = [np.asarray(episode.get_observations()) for episode in episodes]
         self.columns: dict[str, np.ndarray] = {
             Columns.OBS: np.concatenate([obs[:-1] for obs in observations]),
             Columns.ACTIONS: np.concatenate([episode.get_actions() for episode in episodes]),
             Columns.REWARDS: np.concatenate([episode.get_rewards() for episode in episodes]),
-            Columns.TERMINATEDS: _last_step_flags(lengths, [e.is_terminated for e in episodes]),
-            Columns.TRUNCATEDS: _last_step_flags(lengths, [e.is_truncated for e in episodes]),
+            Columns.TERMINATEDS: last_step_flags(lengths, [e.is_terminated for e in episodes]),
+            Columns.TRUNCATEDS: last_step_flags(lengths, [e.is_truncated for e in episodes]),
         }
         for key in episodes[0].extra_model_outputs:
             self.columns[key] = np.concatenate(
@@ -48,8 +50,18 @@ class Transitions:
         """The transitions at ``indices`` (flat timestep numbers)."""
         return {name: values[indices] for name, values in self.columns.items()}
 
+    def step_ids(self) -> dict[str, np.ndarray]:
+        """Each transition's episode id (``eps_id``) and timestep (``t``)."""
+        return {
+            Columns.EPS_ID: np.concatenate([np.full(len(e), e.id_, dtype=object)
+                                            for e in self.episodes]),
+            Columns.T: np.concatenate([e.t_started + np.arange(len(e)) for e in self.episodes]),
+        }
 
-def _last_step_flags(lengths: list[int], flags: list[bool]) -> np.ndarray:
+
+def last_step_flags(lengths: Sequence[int], flags: Sequence[bool]) -> np.ndarray:
+    """Per-step flags over episodes of ``lengths``: only an episode's last step carries its
+    flag (e.g. ``is_terminated``)."""
     result = np.zeros(sum(lengths), dtype=bool)
     result[np.cumsum(lengths)[np.asarray(flags, dtype=bool)] - 1] = True
     return result

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from offline_rl.codec import unpack_episode_state
-from offline_rl.columns import Columns
+from offline_rl.columns import SCHEMA, Columns
 from offline_rl.compression import decompress_value
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_column_types
-from offline_rl.formats.tabular import as_id
+from offline_rl.formats.episode_rows import as_id, episode_from_rows
 
 #: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
 SAMPLE_BATCH_BOOKKEEPING = frozenset({
@@ -69,8 +69,6 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
     if uneven:
         raise DataFormatError(f"{where}: SampleBatch fields have different lengths: {uneven} "
                               f"vs {size} actions")
-    terminateds = columns.get(Columns.TERMINATEDS, columns.get("dones")).astype(bool)
-    truncateds = columns.get(Columns.TRUNCATEDS, np.zeros(size, dtype=bool)).astype(bool)
     ids = columns.get(Columns.EPS_ID, np.zeros(size, dtype=np.int64))
     steps = columns.get(Columns.T, np.arange(size))
     infos = row.get(Columns.INFOS)
@@ -81,21 +79,10 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
     for eps_id in ids[np.sort(first)]:
         rows = np.flatnonzero(ids == eps_id)
         rows = rows[np.argsort(steps[rows], kind="stable")]
-        last = rows[-1]
-        step_infos = [infos[i] if infos is not None and isinstance(infos[i], dict) else {}
-                      for i in rows]
-        episodes.append(SingleAgentEpisode(
-            as_id(eps_id),
-            observations=[*columns[Columns.OBS][rows], columns[Columns.NEXT_OBS][last]],
-            infos=[{}, *step_infos],
-            actions=columns[Columns.ACTIONS][rows],
-            rewards=columns[Columns.REWARDS][rows],
-            terminated=bool(terminateds[last]),
-            truncated=bool(truncateds[last]),
-            extra_model_outputs={name: columns[name][rows] for name in extras},
-            t_started=int(steps[rows[0]]),
-            len_lookback_buffer=0,
-        ).to_numpy())
+        episodes.append(episode_from_rows(
+            {name: values[rows] for name, values in columns.items()}, SCHEMA,
+            eps_id=as_id(eps_id), t_started=int(steps[rows[0]]), extras=extras,
+            infos=[infos[i] for i in rows] if infos is not None else [{}] * len(rows)))
     return episodes
 
 

@@ -9,7 +9,6 @@ pipeline would produce from those episodes, with whole-column numpy operations (
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -19,12 +18,18 @@ from offline_rl.columns import SCHEMA, Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_column_types, observations_as_space_dtype
+from offline_rl.formats.episode_rows import (
+    DONES,
+    as_id,
+    done_flags,
+    episode_from_rows,
+    extra_columns,
+)
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
 #: Episode fields that are bookkeeping, not train columns.
 _BOOKKEEPING = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID, Columns.T, Columns.INFOS)
-_DONES = "dones"
 
 
 def resolve_schema(overrides: Mapping[str, str] | None) -> dict[str, str]:
@@ -38,7 +43,7 @@ def missing_columns(column_names: Iterable[str], schema: Mapping[str, str]) -> l
     """Data columns the schema needs but the data lacks (``terminateds`` or ``dones``)."""
     present = set(column_names)
     missing = [schema[field] for field in REQUIRED_FIELDS if schema[field] not in present]
-    if schema[Columns.TERMINATEDS] not in present and schema[_DONES] not in present:
+    if schema[Columns.TERMINATEDS] not in present and schema[DONES] not in present:
         missing.append(schema[Columns.TERMINATEDS])
     return missing
 
@@ -62,7 +67,7 @@ def check_row_types(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     """Raises on columns of the wrong type (known by their field's name, or their own for
     unmapped columns): numbers for data, booleans for done flags, never strings."""
     fields = {field: rows[column] for field, column in schema.items() if column in rows}
-    check_column_types({**fields, **{name: rows[name] for name in _extra_columns(rows, schema)}},
+    check_column_types({**fields, **{name: rows[name] for name in extra_columns(rows, schema)}},
                        where)
 
 
@@ -112,24 +117,6 @@ def _observations(rows: Mapping[str, np.ndarray], column: str, space: gym.Space 
     return observations_as_space_dtype(rows[column], space, f"{where}, column {column!r}")
 
 
-def done_flags(rows: Mapping[str, np.ndarray],
-                schema: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray]:
-    if schema[Columns.TERMINATEDS] in rows:
-        terminateds = rows[schema[Columns.TERMINATEDS]].astype(bool, copy=False)
-        truncated_column = rows.get(schema[Columns.TRUNCATEDS])
-        truncateds = (np.zeros(len(terminateds), dtype=bool) if truncated_column is None
-                      else truncated_column.astype(bool, copy=False))
-    else:
-        terminateds = rows[schema[_DONES]].astype(bool, copy=False)
-        truncateds = np.zeros(len(terminateds), dtype=bool)
-    return terminateds, truncateds
-
-
-def _extra_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str]) -> list[str]:
-    mapped = set(schema.values())
-    return [name for name in rows if name not in mapped]
-
-
 def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
                           observation_space: gym.Space | None = None,
                           where: str = "the data") -> dict[str, np.ndarray]:
@@ -146,7 +133,7 @@ def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, s
         Columns.TERMINATEDS: terminateds,
         Columns.TRUNCATEDS: truncateds,
     }
-    columns.update({name: rows[name] for name in _extra_columns(rows, schema)})
+    columns.update({name: rows[name] for name in extra_columns(rows, schema)})
     columns[Columns.NEXT_OBS] = _observations(rows, schema[Columns.NEXT_OBS], observation_space,
                                               where)
     return columns
@@ -160,37 +147,17 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     ``[obs, new_obs]``, the row's action and reward, its done flags, and every unmapped column as
     an extra model output."""
     _check_rows(rows, schema, where)
-    obs = _observations(rows, schema[Columns.OBS], observation_space, where)
-    next_obs = _observations(rows, schema[Columns.NEXT_OBS], observation_space, where)
-    actions, rewards = rows[schema[Columns.ACTIONS]], rows[schema[Columns.REWARDS]]
-    terminateds, truncateds = done_flags(rows, schema)
-    ids = rows.get(schema[Columns.EPS_ID])
-    starts = rows.get(schema[Columns.T])
+    rows = {**rows,
+            schema[Columns.OBS]: _observations(rows, schema[Columns.OBS], observation_space,
+                                               where),
+            schema[Columns.NEXT_OBS]: _observations(rows, schema[Columns.NEXT_OBS],
+                                                    observation_space, where)}
+    ids, starts = rows.get(schema[Columns.EPS_ID]), rows.get(schema[Columns.T])
     infos = rows.get(schema[Columns.INFOS])
-    extras = _extra_columns(rows, schema)
-    episodes = []
-    for i in range(len(obs)):
-        episodes.append(SingleAgentEpisode(
-            id_=None if ids is None else as_id(ids[i]),
-            observations=[obs[i], next_obs[i]],
-            observation_space=observation_space,
-            infos=[{}, _as_info(infos[i]) if infos is not None else {}],
-            actions=[actions[i]],
-            action_space=action_space,
-            rewards=[rewards[i]],
-            terminated=bool(terminateds[i]),
-            truncated=bool(truncateds[i]),
-            extra_model_outputs={name: [rows[name][i]] for name in extras},
-            t_started=None if starts is None else int(starts[i]),
-            len_lookback_buffer=0,
-        ).to_numpy())
-    return episodes
-
-
-def as_id(value: Any) -> str:
-    """An episode id value (bytes, str or number) as the str episodes use."""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _as_info(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
+    extras = extra_columns(rows, schema)
+    return [episode_from_rows({name: values[i:i + 1] for name, values in rows.items()}, schema,
+                              eps_id=None if ids is None else as_id(ids[i]),
+                              t_started=None if starts is None else int(starts[i]),
+                              extras=extras, infos=None if infos is None else infos[i:i + 1],
+                              observation_space=observation_space, action_space=action_space)
+            for i in range(len(rows[schema[Columns.ACTIONS]]))]

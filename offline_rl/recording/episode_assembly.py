@@ -18,13 +18,8 @@ from offline_rl.columns import Columns
 from offline_rl.compression import decompress_column, looks_compressed
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
-from offline_rl.formats.tabular import (
-    as_id,
-    check_row_types,
-    done_flags,
-    missing_columns,
-    table_to_numpy,
-)
+from offline_rl.formats.episode_rows import as_id, done_flags, episode_from_rows, extra_columns
+from offline_rl.formats.tabular import check_row_types, missing_columns, table_to_numpy
 
 #: The episodes column, one msgpack episode state per row.
 ITEM = "item"
@@ -64,24 +59,10 @@ def rows_to_item(group: pa.Table, schema: Mapping[str, str], compressed: set[str
     _check_done(terminateds | truncateds, where, incomplete)
     if not (terminateds[-1] or truncateds[-1]):
         return _item_row(eps_id, steps, None)
-    infos = None
-    if schema[Columns.INFOS] in group.column_names:
-        infos = [{}, *(info if isinstance(info, dict) else {}
-                       for info in group[schema[Columns.INFOS]].to_pylist())]
-    mapped = set(schema.values())
-    episode = SingleAgentEpisode(
-        eps_id,
-        observations=np.concatenate([obs, next_obs[-1:]]),
-        infos=infos,
-        actions=rows[schema[Columns.ACTIONS]],
-        rewards=rows[schema[Columns.REWARDS]],
-        terminated=bool(terminateds[-1]),
-        truncated=bool(truncateds[-1]),
-        extra_model_outputs={name: values for name, values in rows.items()
-                             if name not in mapped},
-        t_started=t_started,
-        len_lookback_buffer=0,
-    )
+    infos = (group[schema[Columns.INFOS]].to_pylist()
+             if schema[Columns.INFOS] in group.column_names else None)
+    episode = episode_from_rows(rows, schema, eps_id=eps_id, t_started=t_started,
+                                extras=extra_columns(rows, schema), infos=infos)
     return _item_row(eps_id, steps, episode)
 
 

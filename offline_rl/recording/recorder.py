@@ -10,10 +10,12 @@ import ray
 from tqdm import tqdm
 
 from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
+from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
-from offline_rl.recording.rollout import as_batch_policy, rollout
 from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.statistics import episode_statistics
 
 #: Episodes one ``record`` call on a runner plays before reporting progress.
 EPISODES_PER_REPORT = 8
@@ -26,12 +28,16 @@ class Recorder:
     flushes what the actors still buffer and releases them.
 
     Example:
-        >>> from offline_rl import BCConfig
-        >>> config = (BCConfig().environment("CartPole-v1")          # doctest: +SKIP
-        ...           .offline_data(output="data/recorded", output_write_episodes=False)
-        ...           .env_runners(num_env_runners=2))
-        >>> with Recorder(config, "runs/bc/checkpoint") as recorder:  # doctest: +SKIP
-        ...     stats = recorder.record(100)
+        >>> import tempfile
+        >>> import numpy as np
+        >>> config = RecorderConfig(env="CartPole-v1", output=tempfile.mkdtemp(),
+        ...                         num_env_runners=2, seed=0)
+        >>> always_left = lambda obs: np.zeros(len(obs), dtype=np.int64)
+        >>> with Recorder(config, always_left) as recorder:
+        ...     stats = recorder.record(4, progress=False)
+        ...     files = recorder.stop()
+        >>> stats["num_episodes"], stats["episode_return_max"] < 20, len(files)
+        (4, True, 2)
     """
 
     @surface_errors
@@ -47,10 +53,9 @@ class Recorder:
 
     @surface_errors
     def record(self, num_episodes: int, *, policy: Any = None,
-               progress: bool = True) -> dict[str, Any]:
+               progress: bool = True) -> dict[str, int | float | None]:
         """Records ``num_episodes`` complete episodes, spread over the runners (with ``policy``
-        from now on, when given); returns ``{"episodes", "env_steps", "episode_return_mean",
-        ...}`` for them."""
+        from now on, when given); returns their ``offline_rl.statistics.episode_statistics``."""
         if policy is not None:
             ray.get([runner.set_policy.remote(policy) for runner in self.runners])
         shares = np.diff(np.linspace(0, num_episodes, len(self.runners) + 1).round().astype(int))
@@ -75,15 +80,7 @@ class Recorder:
                 lengths += episode_lengths
                 bar.update(len(episode_returns))
                 submit(runner, remaining)
-        return {
-            "num_episodes": len(returns),
-            "num_env_steps": int(sum(lengths)),
-            "episode_return_mean": float(np.mean(returns)),
-            "episode_return_std": float(np.std(returns)),
-            "episode_return_min": float(np.min(returns)),
-            "episode_return_max": float(np.max(returns)),
-            "episode_len_mean": float(np.mean(lengths)),
-        }
+        return episode_statistics(returns, lengths)
 
     @surface_errors
     def stop(self) -> list[str]:
@@ -104,10 +101,12 @@ class Recorder:
 
 
 class _EnvRunner:
-    """One recording actor: its envs, the policy and its writer."""
+    """One recording actor: its envs (made once, closed by ``stop``), the policy, its writer."""
 
     def __init__(self, config: RecorderConfig, policy: Any, index: int):
         self.config = config
+        self.envs = [make_env(config.env, config.env_config)
+                     for _ in range(config.num_envs_per_env_runner)]
         self.set_policy(policy)
         self.index = index
         self.writer = EpisodeWriter(
@@ -134,9 +133,8 @@ class _EnvRunner:
         seed = self.config.seed
         first = None if seed is None else seed + 1_000_003 * self.index + self.episodes_started
         returns, lengths = [], []
-        for episode in rollout(self.config.env, self.config.env_config, self.policy,
-                               num_episodes, num_envs=self.config.num_envs_per_env_runner,
-                               seed=first, on_episode_start=self.on_episode_start):
+        for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
+                               on_episode_start=self.on_episode_start):
             self.files += self.writer.add([episode])
             returns.append(episode.get_return())
             lengths.append(len(episode))
@@ -145,6 +143,8 @@ class _EnvRunner:
 
     def stop(self) -> list[str]:
         self.files += self.writer.flush()
+        for env in self.envs:
+            env.close()
         return self.files
 
 

@@ -25,6 +25,7 @@ from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
 from offline_rl.compression import pack_rllib
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 
 #: ``output_write_method`` values the writer implements.
@@ -150,29 +151,11 @@ def _episodes_table(episodes: list[SingleAgentEpisode]) -> pa.Table:
 def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa.Table:
     from ray.data.extensions import ArrowTensorArray
 
-    columns: dict[str, list] = {name: [] for name in (
-        Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
-        Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS)}
-    extras = sorted(episodes[0].extra_model_outputs)
-    infos: list[dict] = []
-    for episode in episodes:
-        steps = len(episode)
-        observations = np.asarray(episode.get_observations())
-        last = np.arange(steps) == steps - 1
-        columns[Columns.EPS_ID].append(np.full(steps, episode.id_, dtype=object))
-        columns[Columns.T].append(episode.t_started + np.arange(steps))
-        columns[Columns.OBS].append(observations[:-1])
-        columns[Columns.NEXT_OBS].append(observations[1:])
-        columns[Columns.ACTIONS].append(np.asarray(episode.get_actions()))
-        columns[Columns.REWARDS].append(np.asarray(episode.get_rewards()))
-        columns[Columns.TERMINATEDS].append(last & bool(episode.is_terminated))
-        columns[Columns.TRUNCATEDS].append(last & bool(episode.is_truncated))
-        for key in extras:
-            columns.setdefault(key, []).append(np.asarray(episode.get_extra_model_outputs(key)))
-        infos.extend(episode.get_infos()[1:])
+    transitions = Transitions(episodes)
+    columns = {**transitions.step_ids(), **transitions.columns}
+    infos = [info for episode in episodes for info in episode.get_infos()[1:]]
     arrays: dict[str, Any] = {}
-    for name, parts in columns.items():
-        values = np.concatenate(parts)
+    for name, values in columns.items():
         if name in compress:
             arrays[name] = pa.array([pack_rllib(row) for row in values], pa.string())
         elif values.ndim > 1:

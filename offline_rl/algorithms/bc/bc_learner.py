@@ -10,7 +10,17 @@ class BCTorchLearner(Learner):
     """Learner whose loss is ``-mean(log pi(a|s))`` over the batch's ``obs`` and ``actions``.
 
     Example:
-        >>> learner = BCConfig().get_default_learner_class()(config, spec)  # doctest: +SKIP
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> config = BCConfig().training(lr=0.05).rl_module(model_config={"fcnet_hiddens": [8]})
+        >>> spec = config.get_rl_module_spec(gym.spaces.Box(-1, 1, (1,), np.float32),
+        ...                                  gym.spaces.Discrete(2))
+        >>> learner = BCTorchLearner(config.learner_config(spec))
+        >>> batch = {"obs": np.array([[-1.0], [1.0]] * 8, np.float32),
+        ...          "actions": np.array([0, 1] * 8)}
+        >>> losses = [learner.update(batch)["policy_loss"] for _ in range(30)]
+        >>> losses[-1] < 0.1 < losses[0]
+        True
     """
 
     def compute_loss_for_module(self, *, module_id, batch, fwd_out):

@@ -1,0 +1,68 @@
+"""Reading an episode state (RLlib's ``SingleAgentEpisode.get_state()`` layout) safely: every
+field checked, buffers and spaces rebuilt, nothing executed.
+
+Example:
+    >>> fields = read_episode_state({"is_terminated": True})
+    Traceback (most recent call last):
+    ...
+    ValueError: episode state is missing ['id_', 'agent_id', ...]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from offline_rl.episodes.lookback import InfiniteLookbackBuffer
+from offline_rl.spaces import space_from_dict
+
+#: Keys of ``get_state()``, in RLlib's order.
+STATE_KEYS = (
+    "id_", "agent_id", "module_id", "multi_agent_episode_id", "observations", "actions",
+    "rewards", "infos", "extra_model_outputs", "is_terminated", "is_truncated", "t_started", "t",
+    "_observation_space", "_action_space", "_start_time", "_last_step_time", "custom_data",
+)
+
+
+def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:
+    """The state's column buffers (``observations``, ``infos``, ``actions``, ``rewards``,
+    ``extra_model_outputs``) and spaces (``_observation_space``, ``_action_space``), rebuilt;
+    raises ``ValueError`` naming the field when the state is malformed."""
+    missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
+    if missing:
+        raise ValueError(f"episode state is missing {missing}")
+    for flag in ("is_terminated", "is_truncated"):
+        if not isinstance(state[flag], bool | np.bool_):
+            raise ValueError(f"episode state field {flag!r} must be a bool, got "
+                             f"{type(state[flag]).__name__} {state[flag]!r}")
+    extra_states = state["extra_model_outputs"] or {}
+    if not isinstance(extra_states, dict):
+        raise ValueError("episode state field 'extra_model_outputs' must be a dict, got "
+                         f"{type(extra_states).__name__}")
+    return {
+        **{field: _buffer(state[field], field)
+           for field in ("observations", "infos", "actions", "rewards")},
+        "extra_model_outputs": {key: _buffer(value, f"extra_model_outputs[{key!r}]")
+                                for key, value in extra_states.items()},
+        "_observation_space": _space(state, "_observation_space"),
+        "_action_space": _space(state, "_action_space"),
+    }
+
+
+def _buffer(state: Any, field: str) -> InfiniteLookbackBuffer:
+    if not isinstance(state, dict):
+        raise ValueError(f"episode state field {field!r} must be a buffer state dict, got "
+                         f"{type(state).__name__}")
+    try:
+        return InfiniteLookbackBuffer.from_state(state)
+    except ValueError as error:
+        raise ValueError(f"episode state field {field!r}: {error}") from None
+
+
+def _space(state: dict[str, Any], field: str) -> gym.Space | None:
+    try:
+        return space_from_dict(state[field])
+    except ValueError as error:
+        raise ValueError(f"episode state field {field!r}: {error}") from None

@@ -1,0 +1,101 @@
+"""Playing a batch policy in gymnasium envs stepped side by side, episode by episode.
+
+Example:
+    >>> import numpy as np
+    >>> envs = [make_env("CartPole-v1") for _ in range(2)]
+    >>> policy = lambda obs: (np.zeros(len(obs), dtype=np.int64), {})
+    >>> episodes = list(rollout(envs, policy, 3, seed=0))
+    >>> len(episodes), all(episode.is_done for episode in episodes)
+    (3, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from offline_rl.episodes.episode import SingleAgentEpisode
+
+EnvSpec = str | Callable[[dict], gym.Env]
+#: ``obs_batch -> (actions, extra model outputs)``, one row of each per observation.
+BatchPolicy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
+
+
+def make_env(env: EnvSpec, env_config: dict[str, Any] | None = None) -> gym.Env:
+    """A gymnasium id (``gym.make(id, **env_config)``) or a creator ``env_config -> env``.
+
+    Example:
+        >>> make_env("CartPole-v1").action_space
+        Discrete(2)
+    """
+    if isinstance(env, str):
+        return gym.make(env, **(env_config or {}))
+    created = env(env_config or {})
+    if not isinstance(created, gym.Env):
+        raise TypeError(f"the env creator returned {type(created).__name__}, not a gymnasium.Env")
+    return created
+
+
+def env_action(action: Any, space: gym.Space) -> Any:
+    """``action`` as ``space``'s env takes it: a python ``int`` for ``Discrete``, clipped to the
+    bounds for ``Box``, a python scalar for other 0-d actions, else unchanged.
+
+    Example:
+        >>> env_action(np.int64(1), gym.spaces.Discrete(2))
+        1
+        >>> env_action(np.array([3.0]), gym.spaces.Box(-2.0, 2.0, (1,)))
+        array([2.])
+    """
+    if isinstance(space, gym.spaces.Discrete):
+        return int(action)
+    if isinstance(space, gym.spaces.Box):
+        return np.clip(action, space.low, space.high)
+    action = np.asarray(action)
+    return action.item() if action.ndim == 0 else action
+
+
+def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
+            seed: int | None = None, on_episode_start: Callable[[int], None] | None = None
+            ) -> Iterator[SingleAgentEpisode]:
+    """Yields ``num_episodes`` complete episodes as they finish, stepping ``envs`` side by side.
+
+    Episode ``i`` is reset with ``seed + i``; ``on_episode_start(i)`` runs first (e.g. to pick a
+    sub-policy per episode). Each env gets ``env_action`` of the policy's action; the episode
+    keeps the policy's own action (as sampled, unclipped), as RLlib records it. Infos are kept;
+    done flags are numpy bools, as RLlib's vectorized env runners store them. The envs stay
+    open: the caller owns them.
+    """
+    running: dict[int, SingleAgentEpisode] = {}
+    started = 0
+
+    def start(slot: int) -> None:
+        nonlocal started
+        if on_episode_start is not None:
+            on_episode_start(started)
+        obs, info = envs[slot].reset(seed=None if seed is None else seed + started)
+        running[slot] = SingleAgentEpisode(
+            observations=[obs], infos=[info], observation_space=envs[slot].observation_space,
+            action_space=envs[slot].action_space, len_lookback_buffer=0)
+        started += 1
+
+    for slot in range(min(len(envs), num_episodes)):
+        start(slot)
+    while running:
+        slots = list(running)
+        actions, extras = policy(np.stack([running[s].get_observations(-1) for s in slots]))
+        for row, slot in enumerate(slots):
+            episode, env = running[slot], envs[slot]
+            obs, reward, terminated, truncated, info = env.step(
+                env_action(actions[row], env.action_space))
+            episode.add_env_step(obs, actions[row], float(reward),
+                                 terminated=np.bool_(terminated), truncated=np.bool_(truncated),
+                                 infos=info,
+                                 extra_model_outputs={k: v[row] for k, v in extras.items()})
+            if episode.is_done:
+                del running[slot]
+                yield episode.to_numpy()
+                if started < num_episodes:
+                    start(slot)
