@@ -47,7 +47,6 @@ PATH_COLUMN = "path"
 BUFFER_CAPACITY_BATCHES = 10
 
 
-
 class OfflinePreLearner:
     """Maps a batch of rows to a flat dict of numpy train columns.
 
