@@ -16,6 +16,15 @@ import importlib
 from typing import Any
 
 from offline_rl.columns import SCHEMA, Columns
+from offline_rl.names import (
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_RL_MODULE,
+    DEFAULT_MODULE_ID,
+    ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
+    EVALUATION_RESULTS,
+)
 
 __version__ = "0.1.0"
 
@@ -33,7 +42,18 @@ _LAZY = {
     "DefaultModelConfig": "offline_rl.models.model_config",
 }
 
-__all__ = ["SCHEMA", "Columns", *_LAZY]
+__all__ = [
+    "COMPONENT_LEARNER",
+    "COMPONENT_LEARNER_GROUP",
+    "COMPONENT_RL_MODULE",
+    "DEFAULT_MODULE_ID",
+    "ENV_RUNNER_RESULTS",
+    "EPISODE_RETURN_MEAN",
+    "EVALUATION_RESULTS",
+    "SCHEMA",
+    "Columns",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str) -> Any:

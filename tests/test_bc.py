@@ -8,8 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+import ray
 
-from offline_rl import Algorithm
+from offline_rl import COMPONENT_RL_MODULE, Algorithm
+from offline_rl.errors import ConfigError
 
 MAX_ITERATIONS = 300
 
@@ -51,6 +53,17 @@ def test_checkpoint_restores_weights_and_counters(ray_session, bc_config, tmp_pa
         assert restored.iteration == 3
         np.testing.assert_array_equal(restored.module.compute_actions(obs), expected)
         assert restored.train()["training_iteration"] == 4
+    with bc_config.build() as fresh:  # RLlib's way to load only the module (e.g. an expert's)
+        fresh.restore_from_path(path, component=COMPONENT_RL_MODULE)
+        assert fresh.iteration == 0 and fresh.num_updates_lifetime == 0
+        np.testing.assert_array_equal(fresh.module.compute_actions(obs), expected)
+        with pytest.raises(ConfigError, match="component='optimizer' is not a part of"):
+            fresh.restore_from_path(path, component="optimizer")
+    other_module = bc_config.copy().rl_module(model_config={"fcnet_hiddens": [8]})
+    with pytest.raises(ConfigError, match="its module does not fit the module this config "
+                                          "builds .*Algorithm.from_checkpoint"):
+        Algorithm.from_checkpoint(path, config=other_module)
+    assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]
 
 
 def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -98,3 +111,14 @@ def test_cli_records_trains_and_evaluates(tmp_path):
     evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
+
+
+@pytest.mark.timeout(240)
+def test_algorithms_in_a_row_give_back_every_resource(ray_session, bc_config):
+    """What notebooks, test suites and Tune trials do: build, train and stop again and again in
+    one Ray session. Each stop gives back every CPU its actors held."""
+    total = ray.cluster_resources()["CPU"]
+    for _ in range(5):
+        with bc_config.build() as algo:
+            algo.train()
+        assert ray.available_resources().get("CPU") == total

@@ -161,6 +161,15 @@ def test_both_episode_formats_is_a_config_error(tmp_path):
         config.validate()
 
 
+def test_json_read_as_parquet_says_to_read_json():
+    config = (BCConfig().environment("CartPole-v1")
+              .offline_data(input_=str(SAMPLE_BATCHES), input_read_sample_batches=True))
+    with pytest.raises(DataFormatError, match=r"no Parquet files \(\*\.parquet\) under .*, but "
+                                              r"JSON files \(output-.*\.json\): read them with "
+                                              r"config\.offline_data\(input_read_method='read_json'"):
+        OfflineData(config, SPACES)
+
+
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("source", ["tabular", "episodes", "sample_batch_json"])
 def test_bc_trains_on_rllib_recordings(ray_session, source):

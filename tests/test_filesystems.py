@@ -221,3 +221,24 @@ def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_confi
     assert isinstance(kwargs["filesystem"], pafs.S3FileSystem)
     with pytest.raises(ConfigError, match="filesystem is set twice"):
         count(input_=f"{s3_data}/parts", input_read_method_kwargs={"filesystem": None}, **s3)
+
+
+@pytest.mark.timeout(180)
+def test_recordings_go_to_s3_uris_and_an_unwritable_output_fails_at_build(
+        ray_session, bc_config, s3_data, s3_kwargs, s3_fs):
+    config = (bc_config.copy()
+              .offline_data(output=f"{s3_data}/recorded", output_filesystem="s3",
+                            output_filesystem_kwargs=s3_kwargs, output_write_episodes=False)
+              .env_runners(num_cpus_per_env_runner=0).evaluation(evaluation_duration=2))
+    with config.build() as algo:
+        algo.train()
+        assert algo.evaluate()["env_runners"]["num_episodes"] == 2
+    written = s3_fs.get_file_info(pafs.FileSelector(f"{BUCKET}/recorded", recursive=True))
+    assert [info.path for info in written if info.path.endswith(".parquet")]
+    unreachable = bc_config.copy().offline_data(
+        output=f"{s3_data}/elsewhere", output_filesystem="s3",
+        output_filesystem_kwargs={**s3_kwargs, "endpoint_override": "127.0.0.1:9",
+                                  "connect_timeout": 1, "request_timeout": 1})
+    with pytest.raises(ConfigError, match="cannot write output='s3://offline-rl/elsewhere' "
+                                          "through S3FileSystem: .*output_filesystem_kwargs"):
+        unreachable.build()

@@ -176,10 +176,15 @@ def test_autoscaling_pool_range_and_materialized_read(indexed_data, ray_session)
                           MaterializedDataset)
 
 
-def test_learners_that_cannot_fit_fail_fast(indexed_data, ray_session):
+def test_learners_and_prelearners_that_cannot_fit_fail_fast(indexed_data, ray_session):
     config = indexed_config(indexed_data).learners(num_learners=1, num_gpus_per_learner=1)
     with pytest.raises(ResourceError, match="1 GPU, but the Ray cluster has 0"):
         config.build()
+    gpu_prelearners = indexed_config(indexed_data).offline_data(map_batches_kwargs={"num_gpus": 1})
+    with pytest.raises(ResourceError, match="1 GPU per PreLearner for at least 1 actor.*has 0 "
+                                            "GPU.*Remove num_gpus from map_batches_kwargs"):
+        gpu_prelearners.build()
+    assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]
 
 
 def test_synced_module_loads_published_weights_every_period(ray_session):

@@ -74,6 +74,29 @@ def test_schema_override_and_legacy_dones():
     assert_same_columns(vectorized, per_episode_columns(table, schema))
 
 
+def test_the_seeds_external_expert_schema_with_done(tmp_path):
+    """The seed's example, as written: ``"done": "d_t"`` maps the legacy flag to terminateds
+    (truncateds False); unmapped ``logprobs_t`` becomes an extra column."""
+    from offline_rl import BCConfig, Columns, OfflinePreLearner
+
+    table = pa.table({
+        "o_t": [[0.0, 0.1, 0.2, 0.3], [0.4, 0.5, 0.6, 0.7]],
+        "a_t": [1, 0], "r_t": [1.0, 1.0],
+        "o_tp1": [[0.4, 0.5, 0.6, 0.7], [0.8, 0.9, 1.0, 1.1]],
+        "d_t": [False, True], "i_t": [None, None], "logprobs_t": [-0.1, -0.2],
+    })
+    pq.write_table(table, tmp_path / "expert.parquet")
+    config = BCConfig().environment("CartPole-v1").offline_data(
+        input_=[str(tmp_path)],
+        input_read_schema={Columns.OBS: "o_t", Columns.ACTIONS: "a_t", Columns.REWARDS: "r_t",
+                           Columns.NEXT_OBS: "o_tp1", Columns.INFOS: "i_t", "done": "d_t"})
+    batch = OfflinePreLearner(config, (CARTPOLE_OBS, gym.spaces.Discrete(2)))(table)
+    assert batch["terminateds"].tolist() == [False, True]
+    assert batch["truncateds"].tolist() == [False, False]
+    assert batch["logprobs_t"].tolist() == [-0.1, -0.2]
+    assert batch["obs"].shape == batch["new_obs"].shape == (2, 4)
+
+
 def test_missing_required_column_is_named():
     table = pa.table({"obs": [[0.0] * 4], "actions": [0], "rewards": [1.0], "terminateds": [1]})
     with pytest.raises(DataFormatError, match=r"no column\(s\) \['new_obs'\].*input_read_schema"):

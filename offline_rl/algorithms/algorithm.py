@@ -19,12 +19,24 @@ from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
-from offline_rl.recording.recorder import Recorder
+from offline_rl.names import (
+    ALL_MODULES,
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_RL_MODULE,
+    DEFAULT_MODULE_ID,
+    ENV_RUNNER_RESULTS,
+    EVALUATION_RESULTS,
+    LEARNER_RESULTS,
+)
+from offline_rl.recording.recorder import Recorder, check_output
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
-ALL_MODULES = "__all_modules__"
+#: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
+RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
+                         f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
 #: Each learner's figures reported under ``result["learners"]["per_learner"]``.
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
                     "num_module_steps_trained", "epochs_this_iter")
@@ -108,6 +120,8 @@ class Algorithm:
             )
         self.observation_space, self.action_space = self._spaces()
         spaces = (self.observation_space, self.action_space)
+        if self.config.output:
+            check_output(self.config.recorder_config())
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.
@@ -156,8 +170,9 @@ class Algorithm:
         self._train_time_s += elapsed
         result: dict[str, Any] = {
             "training_iteration": self.iteration,
-            "learners": {
-                "default_policy": {**_mean_metrics(per_learner), "num_module_steps_trained": steps},
+            LEARNER_RESULTS: {
+                DEFAULT_MODULE_ID: {**_mean_metrics(per_learner),
+                                    "num_module_steps_trained": steps},
                 ALL_MODULES: {
                     "num_env_steps_trained": steps,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
@@ -177,7 +192,7 @@ class Algorithm:
         }
         interval = self.config.evaluation_interval
         if interval and self.iteration % interval == 0:
-            result["evaluation"] = self.evaluate()
+            result[EVALUATION_RESULTS] = self.evaluate()
         return result
 
     @surface_errors
@@ -195,12 +210,13 @@ class Algorithm:
                 policy = None
             recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
                                             progress=False)
-            return {"env_runners": recorded,
+            return {ENV_RUNNER_RESULTS: recorded,
                     "evaluation_time_s": time.perf_counter() - started}
         episodes = self.evaluator.evaluate(
             self.module.compute_actions, self.config.evaluation_duration
         )
-        return {"env_runners": episodes, "evaluation_time_s": time.perf_counter() - started}
+        return {ENV_RUNNER_RESULTS: episodes,
+                "evaluation_time_s": time.perf_counter() - started}
 
     def save_to_path(self, path: str | Path) -> str:
         """Writes a checkpoint folder (weights, optimizer, config, counters); returns its path."""
@@ -215,20 +231,43 @@ class Algorithm:
         }
         return str(checkpoint.write_checkpoint(path, self.learner_group, config, state))
 
-    def restore_from_path(self, path: str | Path) -> None:
-        """Loads weights, optimizer state and counters from a checkpoint folder."""
+    @surface_errors
+    def restore_from_path(self, path: str | Path, *, component: str | None = None) -> None:
+        """Loads a checkpoint folder: everything (weights, optimizer state and counters), or
+        only one of RLlib's components: ``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``
+        (weights and optimizer state) or ``COMPONENT_RL_MODULE`` (the module's weights, e.g. an
+        expert's, to record with); the counters then stay as they are."""
+        if component not in RESTORABLE_COMPONENTS:
+            raise ConfigError(f"component={component!r} is not a part of offline-rl's "
+                              f"checkpoints; use one of {RESTORABLE_COMPONENTS}")
         state = checkpoint.read_algorithm_state(path)
-        self.learner_group.load_state(checkpoint.learner_state_file(path),
-                                      state["num_updates_lifetime"])
-        self.iteration = state["training_iteration"]
-        self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
+        module_only = component in (COMPONENT_RL_MODULE,
+                                    f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
+        try:
+            self.learner_group.load_state(
+                checkpoint.learner_state_file(path),
+                state["num_updates_lifetime"] if component is None else None,
+                module_only=module_only)
+        except RuntimeError as error:  # torch: tensors of other shapes or names
+            first_line = str(error).strip().splitlines()[0]
+            raise ConfigError(
+                f"{path}: its module does not fit the module this config builds ({first_line}). "
+                "Build with the config it was saved with: Algorithm.from_checkpoint(path) reads "
+                "it") from None
+        if component is None:
+            self.iteration = state["training_iteration"]
+            self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
 
     @classmethod
     def from_checkpoint(cls, path: str | Path,
                         config: AlgorithmConfig | None = None) -> Algorithm:
         """Builds the algorithm of a checkpoint (with its saved config unless one is given)."""
         algorithm = (config or checkpoint.read_config(path)).build()
-        algorithm.restore_from_path(path)
+        try:
+            algorithm.restore_from_path(path)
+        except BaseException:
+            algorithm.stop()
+            raise
         return algorithm
 
     def stop(self) -> None:

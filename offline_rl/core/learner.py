@@ -14,8 +14,7 @@ import torch.distributed as dist
 from connectors import NumpyToTensor
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
-
-DEFAULT_MODULE_ID = "default_policy"
+from offline_rl.names import DEFAULT_MODULE_ID
 
 
 def resolve_device(num_gpus_per_learner: float) -> torch.device:
@@ -135,9 +134,10 @@ class Learner(ABC):
         return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores what ``get_state`` returned."""
+        """Restores what ``get_state`` returned (the optimizer's state only when given)."""
         self.module.load_state_dict(state["module"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
 
     def save_state(self, path: str | Path) -> None:
         """Writes the state to ``path`` (a torch file)."""

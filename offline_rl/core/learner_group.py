@@ -12,6 +12,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
+from offline_rl.data.actors import kill_actors
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
 from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
@@ -201,10 +202,17 @@ class LearnerGroup:
         else:
             torch.save(self._wait([self._actors[0].get_state.remote()])[0], path)
 
-    def load_state(self, path: str | Path, num_steps: int) -> None:
-        """Loads a state written by ``save_state`` into every learner (tensors only)."""
+    def load_state(self, path: str | Path, num_steps: int | None, *,
+                   module_only: bool = False) -> None:
+        """Loads a state written by ``save_state`` into every learner (tensors only): module
+        weights and optimizer state, or the weights only; ``num_steps`` sets the step count
+        (``None`` keeps it)."""
         state = torch.load(path, map_location="cpu", weights_only=True)
-        self.num_steps = num_steps
+        if module_only:
+            state = {"module": state["module"]}
+        if num_steps is not None:
+            self.num_steps = num_steps
+        num_steps = self.num_steps
         if self._local is not None:
             self._local.set_state(state, num_steps)
         else:
@@ -225,8 +233,7 @@ class LearnerGroup:
             self._placement_group = None
 
     def _kill_actors(self) -> None:
-        for actor in self._actors:
-            ray.kill(actor)
+        kill_actors(self._actors)
         self._actors = []
 
 

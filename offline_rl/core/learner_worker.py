@@ -146,7 +146,7 @@ class LearnerWorker:
         return _to_cpu(self.learner.get_state())
 
     def set_state(self, state: dict[str, Any], num_steps: int) -> None:
-        """Restores ``get_state``'s state and the step count."""
+        """Restores ``get_state``'s state (or just its ``module``) and the step count."""
         self.learner.set_state(state)
         self.num_steps = num_steps
 

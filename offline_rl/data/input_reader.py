@@ -108,13 +108,39 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
         located = filesystem_path(path, filesystem)
         files = _parquet_files(path, fs, located)
         if not files:
-            raise DataFormatError(f"no Parquet files (*.parquet) under {path!r}; point input_ "
-                                  "at a folder of Parquet files or set input_read_method")
+            raise DataFormatError(_no_parquet(path, fs, located))
         scheme = path[: len(path) - len(located)]
         _check_file(scheme + files[0], fs, files[0], schema, observation_space)
         if isinstance(fs, pafs.LocalFileSystem):
             for file in files[1:]:
                 _check_readable(file)
+
+
+def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
+    """Fails fast, before any Ray work, on a path holding no Parquet files (for formats whose
+    columns are checked later: episodes, SampleBatches); URIs without a filesystem are left to
+    Ray Data."""
+    for path in paths:
+        if filesystem is None and is_uri(path):
+            continue
+        fs = filesystem or pafs.LocalFileSystem()
+        located = filesystem_path(path, filesystem)
+        if not _parquet_files(path, fs, located):
+            raise DataFormatError(_no_parquet(path, fs, located))
+
+
+def _no_parquet(path: str, fs: pafs.FileSystem, located: str) -> str:
+    """Why ``path`` cannot be read with ``read_parquet``, and what reads it instead."""
+    listing = fs.get_file_info(pafs.FileSelector(located, recursive=True, allow_not_found=True))
+    json_files = sorted(entry.base_name for entry in listing
+                        if entry.type == pafs.FileType.File
+                        and entry.base_name.endswith((".json", ".jsonl")))
+    if json_files:
+        shown = ", ".join(json_files[:3]) + (", ..." if len(json_files) > 3 else "")
+        return (f"no Parquet files (*.parquet) under {path!r}, but JSON files ({shown}): read "
+                "them with config.offline_data(input_read_method='read_json')")
+    return (f"no Parquet files (*.parquet) under {path!r}; point input_ at a folder of Parquet "
+            "files or set input_read_method")
 
 
 def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: int, *,

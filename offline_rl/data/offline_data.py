@@ -14,6 +14,7 @@ import ray
 import ray.data
 from ray.data.block import BlockAccessor
 
+from offline_rl.data.actors import kill_actors, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
@@ -22,6 +23,7 @@ from offline_rl.data.input_reader import (
     first_rows,
     input_paths,
     read_input,
+    require_parquet_files,
 )
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
@@ -36,6 +38,8 @@ SAMPLE_EPISODES = 8
 ROWS_PER_PRELEARNER_CALL = 32
 #: Rows (episodes or SampleBatches) per PreLearner call for the episode formats.
 EPISODES_PER_PRELEARNER_CALL = 32
+#: Seconds ``stop()`` waits for the PreLearners' CPUs to come back (others may take them).
+RELEASE_WAIT_S = 5.0
 #: Seconds between two requests for the PreLearners' counts.
 COUNTS_POLL_S = 1.0
 
@@ -79,6 +83,8 @@ class OfflineData:
         if config.input_read_method == "read_parquet" and not self.reads_episodes:
             check_parquet_columns(self.paths, self.filesystem, config.input_read_schema,
                                   spaces[0])
+        elif config.input_read_method == "read_parquet":
+            require_parquet_files(self.paths, self.filesystem)
         self.batch_size = config.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
         if config.input_read_method == "read_parquet" and not config.input_read_sample_batches:
@@ -238,13 +244,18 @@ class OfflineData:
 
     def stop(self) -> None:
         """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
-        (also those Ray Data would still be creating) and the ledger."""
+        (also those Ray Data would still be creating), the ledger and the module weights; then
+        waits (at most ``RELEASE_WAIT_S``) until the PreLearners' CPUs are free again."""
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
-            for actor in ray.get(self._ledger.actors.remote()):
+            prelearners = ray.get(self._ledger.actors.remote())
+            free_before = ray.available_resources().get("CPU", 0)
+            for actor in prelearners:  # Ray Data's actors: killed, never waited on
                 ray.kill(actor, no_restart=True)
-            ray.kill(self._ledger)
-            self._ledger = None
+            kill_actors([self._ledger] + ([self.module_weights] if self.module_weights else []))
+            held = len(prelearners) * float(self._pool_kwargs.get("num_cpus", 0))
+            wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
+            self._ledger = self.module_weights = None

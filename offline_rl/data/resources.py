@@ -29,6 +29,10 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     Example:
         >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)["compute"].max_size
         1
+        >>> prelearner_pool_kwargs({"num_gpus": 1}, {"CPU": 2}, 0)
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.ResourceError: map_batches_kwargs asks 1 GPU per PreLearner ...
     """
     if "batch_size" in requested:
         raise ConfigError(
@@ -38,6 +42,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
         )
     kwargs = dict(requested)
     kwargs.setdefault("num_cpus", 1)
+    _check_gpus(kwargs, cluster_resources)
     if "compute" in kwargs:
         return kwargs
     cpus_per_actor = float(kwargs["num_cpus"])
@@ -57,6 +62,19 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
         )
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs
+
+
+def _check_gpus(kwargs: Mapping[str, Any], cluster_resources: Mapping[str, float]) -> None:
+    """Refuses PreLearner GPUs the cluster does not have (an actor pool would wait forever)."""
+    gpus = float(kwargs.get("num_gpus", 0) or 0)
+    minimum, _ = _pool_range(kwargs.get("concurrency", 1))
+    available = float(cluster_resources.get("GPU", 0))
+    if gpus and minimum * gpus > available:
+        raise ResourceError(
+            f"map_batches_kwargs asks {gpus:g} GPU per PreLearner for at least {minimum} "
+            f"actor(s), but the Ray cluster has {available:g} GPU(s). Remove num_gpus from "
+            "map_batches_kwargs (PreLearners need no GPU unless a connector piece runs the "
+            "module there), or add GPU nodes to the cluster.")
 
 
 def learner_cpus(requested: float | str, num_learners: int, num_gpus_per_learner: float,

@@ -28,14 +28,24 @@ from offline_rl.formats.episode_rows import (
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
+#: The seeds' name of the legacy done flag (``input_read_schema={"done": column}``).
+LEGACY_DONE = "done"
 #: Episode fields that are bookkeeping, not train columns.
 _BOOKKEEPING = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID, Columns.T, Columns.INFOS)
 
 
 def resolve_schema(overrides: Mapping[str, str] | None) -> dict[str, str]:
-    """The default ``SCHEMA`` with the user's ``input_read_schema`` entries applied."""
+    """The default ``SCHEMA`` with the user's ``input_read_schema`` entries applied. The legacy
+    done flag may be named ``"done"`` (as RLlib's docs write it) or ``"dones"``; either is read
+    as ``terminateds``, with ``truncateds=False``.
+
+    Example:
+        >>> resolve_schema({"obs": "o_t", "done": "d_t"})["dones"]
+        'd_t'
+    """
     schema = dict(SCHEMA)
-    schema.update(overrides or {})
+    for field, column in (overrides or {}).items():
+        schema[DONES if field == LEGACY_DONE else field] = column
     return schema
 
 

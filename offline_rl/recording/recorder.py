@@ -9,12 +9,13 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
+from offline_rl.data.actors import kill_actors
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
-from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.recording.writer import EpisodeWriter, output_location
 from offline_rl.statistics import episode_statistics
 
 #: Episodes one ``record`` call on a runner plays before reporting progress.
@@ -87,8 +88,7 @@ class Recorder:
         """Flushes every runner's buffered episodes; returns all files written; frees actors."""
         files = [path for paths in ray.get([r.stop.remote() for r in self.runners])
                  for path in paths]
-        for runner in self.runners:
-            ray.kill(runner)
+        kill_actors(self.runners)
         self.runners = []
         return files
 
@@ -98,6 +98,14 @@ class Recorder:
     def __exit__(self, *exc_info: object) -> None:
         if self.runners:
             self.stop()
+
+
+def check_output(config: RecorderConfig) -> None:
+    """Fails fast, before anything is recorded, on an ``output`` location that cannot be
+    written (creating its folder)."""
+    output_location(config.output, resolve_filesystem(config.output_filesystem,
+                                                      config.output_filesystem_kwargs,
+                                                      field="output_filesystem"))
 
 
 class _EnvRunner:

@@ -27,6 +27,7 @@ from offline_rl.compression import pack_rllib
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.filesystems import filesystem_path
 
 #: ``output_write_method`` values the writer implements.
 WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
@@ -68,9 +69,7 @@ class EpisodeWriter:
         if write_episodes and write_method != "write_parquet":
             raise ConfigError("episodes (output_write_episodes=True) are written as Parquet; use "
                              "output_write_method='write_parquet' or output_write_episodes=False")
-        if filesystem is None:
-            filesystem, output = pafs.FileSystem.from_uri(_as_uri(output))
-        self.filesystem = filesystem
+        self.filesystem, output = output_location(output, filesystem)
         self.folder = f"{output.rstrip('/')}/{_folder_name(env_name)}"
         self.runner_index = runner_index
         self.write_episodes = write_episodes
@@ -134,6 +133,24 @@ class EpisodeWriter:
                 stream.write(_json_lines(table))
         self.filesystem.move(temporary, path)
         return path
+
+
+def output_location(output: str, filesystem: pafs.FileSystem | None
+                    ) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and folder ``output`` names: a local path or a URI, or a path or URI on
+    ``filesystem``. Creates the folder, so that a location that cannot be reached or written
+    fails here, naming it, rather than when the first episodes are written."""
+    if filesystem is None:
+        filesystem, folder = pafs.FileSystem.from_uri(_as_uri(output))
+    else:
+        folder = filesystem_path(output, filesystem)
+    try:
+        filesystem.create_dir(folder, recursive=True)
+    except OSError as error:
+        raise ConfigError(f"cannot write output={output!r} through {type(filesystem).__name__}: "
+                          f"{error}. Check the path and output_filesystem_kwargs (endpoint, "
+                          "credentials, region)") from None
+    return filesystem, folder
 
 
 def _approximate_bytes(episode: SingleAgentEpisode) -> int:

@@ -1,0 +1,47 @@
+"""Stopping Ray actors for good, and waiting until the resources they held are free again, so
+that the next algorithm in the same Ray session finds them when a ``stop()`` returns.
+
+Example:
+    >>> import ray
+    >>> @ray.remote(num_cpus=0)
+    ... class Idle:
+    ...     pass
+    >>> actors = [Idle.remote() for _ in range(2)]
+    >>> kill_actors(actors)
+    >>> ray.get(actors[0].__ray_ready__.remote())
+    Traceback (most recent call last):
+    ...
+    ray.exceptions.ActorDiedError: ...
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import ray
+
+#: Seconds ``kill_actors`` and ``wait_for_cpus`` wait at most.
+STOP_WAIT_S = 30.0
+_POLL_S = 0.05
+
+
+def kill_actors(actors: Sequence[ray.actor.ActorHandle], timeout_s: float = STOP_WAIT_S) -> None:
+    """Kills ``actors`` (no restarts) and waits, at most ``timeout_s``, until each is dead.
+
+    Only for actors created without restarts (``max_restarts=0``, Ray's default): waiting on
+    one that Ray may restart would ask Ray to rebuild it. Ray Data's own actors are killed with
+    ``ray.kill`` and waited for with ``wait_for_cpus``."""
+    for actor in actors:
+        ray.kill(actor, no_restart=True)
+    probes = [actor.__ray_ready__.remote() for actor in actors]
+    ray.wait(probes, num_returns=len(probes), timeout=timeout_s)
+
+
+def wait_for_cpus(cpus: float, timeout_s: float = STOP_WAIT_S) -> None:
+    """Waits, at most ``timeout_s``, until ``cpus`` CPUs are free in the cluster (capped at its
+    total): those that just-killed actors held come back asynchronously."""
+    wanted = min(cpus, ray.cluster_resources().get("CPU", 0))
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0) < wanted and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
