@@ -60,7 +60,7 @@ def test_checkpoint_restores_weights_and_counters(ray_session, bc_config, tmp_pa
         with pytest.raises(ConfigError, match="component='optimizer' is not a part of"):
             fresh.restore_from_path(path, component="optimizer")
     other_module = bc_config.copy().rl_module(model_config={"fcnet_hiddens": [8]})
-    with pytest.raises(ConfigError, match="its module does not fit the module this config "
+    with pytest.raises(ConfigError, match="the saved module does not fit the module this config "
                                           "builds .*Algorithm.from_checkpoint"):
         Algorithm.from_checkpoint(path, config=other_module)
     assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]

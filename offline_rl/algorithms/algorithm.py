@@ -243,17 +243,10 @@ class Algorithm:
         state = checkpoint.read_algorithm_state(path)
         module_only = component in (COMPONENT_RL_MODULE,
                                     f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
-        try:
-            self.learner_group.load_state(
-                checkpoint.learner_state_file(path),
-                state["num_updates_lifetime"] if component is None else None,
-                module_only=module_only)
-        except RuntimeError as error:  # torch: tensors of other shapes or names
-            first_line = str(error).strip().splitlines()[0]
-            raise ConfigError(
-                f"{path}: its module does not fit the module this config builds ({first_line}). "
-                "Build with the config it was saved with: Algorithm.from_checkpoint(path) reads "
-                "it") from None
+        self.learner_group.load_state(
+            checkpoint.learner_state_file(path),
+            state["num_updates_lifetime"] if component is None else None,
+            module_only=module_only)
         if component is None:
             self.iteration = state["training_iteration"]
             self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]

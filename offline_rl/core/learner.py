@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from connectors import NumpyToTensor
 from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.errors import ConfigError, ResourceError
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
 
@@ -22,7 +23,7 @@ def resolve_device(num_gpus_per_learner: float) -> torch.device:
     if not num_gpus_per_learner:
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise RuntimeError(
+        raise ResourceError(
             f"num_gpus_per_learner={num_gpus_per_learner} but torch sees no CUDA device "
             f"(torch {torch.__version__}). Install a CUDA build of torch (see README, 'GPU "
             "learners') or set config.learners(num_gpus_per_learner=0)."
@@ -134,8 +135,16 @@ class Learner(ABC):
         return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores what ``get_state`` returned (the optimizer's state only when given)."""
-        self.module.load_state_dict(state["module"])
+        """Restores what ``get_state`` returned (the optimizer's state only when given); a
+        module state of another shape is a ``ConfigError``."""
+        try:
+            self.module.load_state_dict(state["module"])
+        except RuntimeError as error:  # torch: tensors of other names or shapes
+            first_line = str(error).strip().splitlines()[0]
+            raise ConfigError(
+                f"the saved module does not fit the module this config builds ({first_line}). "
+                "Build with the config it was saved with: Algorithm.from_checkpoint(path) reads "
+                "it") from None
         if "optimizer" in state:
             self.optimizer.load_state_dict(state["optimizer"])
 
