@@ -184,7 +184,6 @@ def test_learners_and_prelearners_that_cannot_fit_fail_fast(indexed_data, ray_se
     with pytest.raises(ResourceError, match="1 GPU per PreLearner for at least 1 actor.*has 0 "
                                             "GPU.*Remove num_gpus from map_batches_kwargs"):
         gpu_prelearners.build()
-    assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]
 
 
 def test_synced_module_loads_published_weights_every_period(ray_session):

@@ -92,7 +92,7 @@ class OfflinePreLearner:
         self.batch_size = config.train_batch_size_per_learner
         self.ledger = ledger
         if ledger is not None and ray.get_runtime_context().get_actor_id() is not None:
-            ray.get(ledger.register.remote(ray.get_runtime_context().current_actor))
+            self._register(ledger)
         self._learner_connector = config.build_learner_connector(*spaces)
         self._episode_stage, self._batch_stage = _split_stages(self._learner_connector)
         self.synced_module = None
@@ -116,6 +116,16 @@ class OfflinePreLearner:
         if Columns.OBS in compressed:
             compressed.add(Columns.NEXT_OBS)
         self._compressed = {self.schema.get(name, name) for name in compressed}
+
+    @staticmethod
+    def _register(ledger: Any) -> None:
+        """Registers this actor with the pipeline's ledger, so ``OfflineData.stop()`` can kill
+        it; when the ledger is gone, the pipeline was stopped while this actor was starting,
+        and the actor exits (giving its resources back) instead of idling."""
+        try:
+            ray.get(ledger.register.remote(ray.get_runtime_context().current_actor))
+        except ray.exceptions.RayActorError:
+            ray.actor.exit_actor()
 
     def _build_buffer(self) -> EpisodeBuffer:
         config = self.config
