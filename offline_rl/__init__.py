@@ -13,6 +13,10 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from types import ModuleType
 from typing import Any
 
 from offline_rl.columns import SCHEMA, Columns
@@ -60,3 +64,37 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'offline_rl' has no attribute {name!r}")
+
+
+def _register_with_tune() -> None:
+    # Importing the module registers the algorithms (also when a Ray worker imports the
+    # module first, to unpickle a trainable, and the import of ray.tune lands here).
+    importlib.import_module("offline_rl.algorithms.trainable")
+
+
+class _RegisterWithTuneOnImport(importlib.abc.MetaPathFinder):
+    """Registers offline-rl's algorithms with Ray Tune right after ``ray.tune`` is imported, so
+    that ``tune.Tuner("BC", ...)`` works in whichever order the two are imported, and a
+    process that never imports Tune never loads it."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "ray.tune":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def load_and_register(module: ModuleType) -> None:
+            load(module)
+            _register_with_tune()
+
+        spec.loader.exec_module = load_and_register
+        return spec
+
+
+if "ray.tune" in sys.modules:
+    _register_with_tune()
+else:
+    sys.meta_path.insert(0, _RegisterWithTuneOnImport())

@@ -123,8 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("output", help="output folder")
     convert.add_argument("--from", dest="source", choices=["tabular", "json"],
                          default="tabular", help="input format (default: tabular)")
-    convert.add_argument("--drop-incomplete", action="store_true",
-                         help="skip (and count) episodes that never end instead of failing")
+    convert.add_argument("--incomplete", choices=["keep", "drop", "error"], default="keep",
+                         help="episodes that never end (a recording stopped mid-episode): keep "
+                              "them as unfinished chunks, as RLlib does (default), drop them, "
+                              "or fail; the summary counts them")
     convert.set_defaults(command=_convert)
 
     inspect = commands.add_parser(
@@ -296,8 +298,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     start_ray(verbose=args.verbose)
     convert = tabular_to_episodes if args.source == "tabular" else sample_batches_to_episodes
-    summary = convert(args.input, args.output,
-                      incomplete="drop" if args.drop_incomplete else "error")
+    summary = convert(args.input, args.output, incomplete=args.incomplete)
     print(json.dumps({**summary, "files": len(summary["files"])}))
     return 0
 

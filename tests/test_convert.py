@@ -108,10 +108,29 @@ def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
 
 
 @pytest.mark.timeout(180)
-def test_unfinished_episode_is_refused_naming_it(ray_session, tmp_path):
+def test_unfinished_episode_is_kept_as_a_chunk_by_default_or_refused_naming_it(ray_session,
+                                                                               tmp_path):
+    summary = tabular_to_episodes(str(TABULAR), str(tmp_path / "kept"))
+    rows = fixture_rows_by_episode()
+    assert (summary["episodes"], summary["unfinished_episodes"],
+            summary["dropped_incomplete"]) == (len(rows), 1, 0)
+    assert summary["steps"] == sum(len(episode_rows) for episode_rows in rows.values())
+    unfinished = read_episodes(tmp_path / "kept")[UNFINISHED]
+    assert (len(unfinished), unfinished.is_terminated, unfinished.is_truncated) == (12, False,
+                                                                                   False)
+    # RLlib decodes it as the unfinished chunk it is.
+    import msgpack
+    import msgpack_numpy
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode as RLlibEpisode
+
+    items = pq.read_table(summary["files"][0]).column("item").to_pylist()
+    decoded = [RLlibEpisode.from_state(msgpack.unpackb(item, object_hook=msgpack_numpy.decode))
+               for item in items]
+    assert [episode.id_ for episode in decoded if not episode.is_done] == [UNFINISHED]
+
     with pytest.raises(DataFormatError, match=rf"episode '{UNFINISHED}' .* is not done: its "
-                                              r"last step .* after 12 steps.*incomplete='drop'"):
-        tabular_to_episodes(str(TABULAR), str(tmp_path / "episodes"))
+                                              r"last step .* after 12 steps.*incomplete='keep'"):
+        tabular_to_episodes(str(TABULAR), str(tmp_path / "episodes"), incomplete="error")
     assert not list((tmp_path / "episodes").rglob("*.parquet"))
 
 
@@ -249,7 +268,7 @@ def test_json_fragments_of_one_episode_are_joined(ray_session, tmp_path):
                                  + json.dumps(sample_batch(6, range(0, 2), done=True)) + "\n")
 
     with pytest.raises(DataFormatError, match=r"episode '7' \(in .*a\.json, line 2\) is not done"):
-        sample_batches_to_episodes(str(data), str(tmp_path / "refused"))
+        sample_batches_to_episodes(str(data), str(tmp_path / "refused"), incomplete="error")
     summary = sample_batches_to_episodes(str(data), str(tmp_path / "episodes"),
                                          incomplete="drop")
     assert (summary["episodes"], summary["steps"], summary["dropped_incomplete"]) == (2, 8, 1)

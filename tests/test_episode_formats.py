@@ -128,14 +128,24 @@ def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_pat
     assert ray.get(counter.totals.remote()) == {"nonfinite_episodes": 1}
 
 
-@pytest.mark.parametrize(("episode", "message"), [
-    (make_episode("cut", 5, done=False), r"episode cut is not done.*complete_episodes"),
-    (make_episode("far", 5, action=4), r"episode far: action 4 in row 0 is outside the action "
-                                       r"space Discrete\(2\)"),
-])
-def test_bad_episodes_are_named(tmp_path, episode, message):
-    with pytest.raises(DataFormatError, match=message):
+def test_an_action_outside_the_space_is_named(tmp_path):
+    episode = make_episode("far", 5, action=4)
+    with pytest.raises(DataFormatError, match=r"episode far: action 4 in row 0 is outside the "
+                                              r"action space Discrete\(2\)"):
         OfflinePreLearner(episodes_config(tmp_path), SPACES)(episodes_table([episode]))
+
+
+def test_an_unfinished_episode_trains_as_a_chunk_and_is_counted(ray_session, tmp_path):
+    """RLlib's recordings may end with a chunk that is neither terminated nor truncated."""
+    import ray
+
+    from offline_rl.data.data_ledger import DataLedger
+
+    counter = DataLedger.remote()
+    prelearner = OfflinePreLearner(episodes_config(tmp_path), SPACES, ledger=counter)
+    batch = prelearner(episodes_table([make_episode("cut", 70, done=False)]))
+    assert len(batch["obs"]) == 64 and not batch["terminateds"].any()
+    assert ray.get(counter.totals.remote()) == {"unfinished_episodes": 1}
 
 
 def test_inconsistent_lengths_and_corrupt_bytes_are_named(tmp_path):

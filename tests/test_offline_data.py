@@ -78,6 +78,40 @@ def test_missing_column_names_the_file(tmp_path, bc_config):
         OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
 
 
+def test_folders_with_and_without_a_column_are_read_for_the_columns_they_share(
+        ray_session, cartpole_data, tmp_path, bc_config):
+    """The seed's ``input_=[folder_a, folder_b]`` where only one folder's files hold
+    ``action_logp``: read as one dataset of the columns both hold, with a warning."""
+    table = pq.read_table(next(cartpole_data.rglob("*.parquet")))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    pq.write_table(table.slice(0, 1000), tmp_path / "a" / "part.parquet")
+    pq.write_table(table.slice(1000, 1000).drop_columns(["action_logp"]),
+                   tmp_path / "b" / "part.parquet")
+    config = bc_config.offline_data(input_=[str(tmp_path / "a"), str(tmp_path / "b")],
+                                    iter_batches_kwargs={"local_shuffle_buffer_size": None})
+    config.training(train_batch_size_per_learner=500)
+    with pytest.warns(UserWarning, match=r"without \['action_logp'\] \(.*b/part\.parquet "
+                                         "lacks them"):
+        data = OfflineData(config, SPACES).start()
+    try:
+        batches = [data.sample() for _ in range(4)]
+    finally:
+        data.stop()
+    assert "action_logp" not in batches[0]
+    assert len(np.unique(np.concatenate([batch["obs"] for batch in batches]), axis=0)) == 2000
+
+
+def test_a_column_of_two_types_names_both_files(cartpole_data, tmp_path, bc_config):
+    table = pq.read_table(next(cartpole_data.rglob("*.parquet"))).slice(0, 10)
+    pq.write_table(table, tmp_path / "a.parquet")
+    pq.write_table(table.set_column(table.schema.get_field_index("rewards"), "rewards",
+                                    pa.array(range(10), pa.int64())), tmp_path / "b.parquet")
+    with pytest.raises(DataFormatError, match=r"column 'rewards' is double in .*a\.parquet but "
+                                              r"int64 in .*b\.parquet"):
+        OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
+
+
 def test_observation_shape_mismatch_names_column_and_space(cartpole_data, bc_config):
     wrong = (gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Discrete(2))
     with pytest.raises(DataFormatError, match=r"column 'obs' holds arrays of shape \(4,\).*\(3,\)"):

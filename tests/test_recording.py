@@ -120,8 +120,12 @@ def test_tabular_round_trip_is_identical(tmp_path, compress):
     writer.add(episodes)
     writer.flush()
     table = read_files(tmp_path / "cartpole-v1")
-    plain = [name for name in table.column_names if name not in ("obs", "new_obs") or not compress]
-    rows = table_to_numpy(table, plain)
+    assert table.column_names[:3] == ["eps_id", "agent_id", "module_id"]  # RLlib's layout
+    assert table.column("agent_id").null_count == table.column("module_id").null_count == len(
+        table)
+    plain = [name for name in table.column_names[3:]
+             if name not in ("obs", "new_obs") or not compress]
+    rows = table_to_numpy(table, ["eps_id", *plain])
     for name in ("obs", "new_obs"):
         if compress:
             assert pa.types.is_string(table.schema.field(name).type)  # RLlib's base64 text

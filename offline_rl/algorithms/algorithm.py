@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import os
 import time
@@ -19,6 +20,7 @@ from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 from offline_rl.names import (
     ALL_MODULES,
     COMPONENT_LEARNER,
@@ -29,7 +31,8 @@ from offline_rl.names import (
     EVALUATION_RESULTS,
     LEARNER_RESULTS,
 )
-from offline_rl.recording.recorder import Recorder, check_output
+from offline_rl.recording.recorder import Recorder, check_env_runners_fit, check_output
+from offline_rl.recording.recorder_config import RecorderConfig
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -97,6 +100,7 @@ class Algorithm:
         self.config = config.copy()
         self._started_ray = False
         self.evaluator = None
+        self.evaluation_runners: EvaluationRunners | None = None
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
         self.learner_group: LearnerGroup | None = None
@@ -121,7 +125,7 @@ class Algorithm:
         self.observation_space, self.action_space = self._spaces()
         spaces = (self.observation_space, self.action_space)
         if self.config.output:
-            check_output(self.config.recorder_config())
+            check_output(self.recording_config())
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.
@@ -130,8 +134,23 @@ class Algorithm:
         else:  # a custom class may use Ray as it is built
             self._started_ray = start_ray()
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
+        if self.config.output and self.evaluator is not None:
+            check_env_runners_fit(self.recording_config())
         spec = self.config.get_rl_module_spec(*spaces)
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
+        runners = self.config.evaluation_num_env_runners
+        if runners and self.evaluator is not None and not self.config.output:
+            self.evaluation_runners = EvaluationRunners(
+                self.config.env, self.config.env_config, spec, num_runners=runners,
+                num_cpus=self.config.num_cpus_per_env_runner, seed=self.config.seed,
+                max_envs=min(-(-self.config.evaluation_duration // runners), MAX_EVALUATION_ENVS))
+
+    def recording_config(self) -> RecorderConfig:
+        """How ``evaluate()`` records to ``output``: the config's recorder settings, played by
+        ``evaluation_num_env_runners`` actors when set (else ``num_env_runners``)."""
+        config = self.config.recorder_config()
+        runners = self.config.evaluation_num_env_runners or config.num_env_runners
+        return dataclasses.replace(config, num_env_runners=runners)
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
         observation_space = self.config.observation_space
@@ -161,6 +180,12 @@ class Algorithm:
         too), dropped data and, when connectors use the module, the staleness of its weights.
         """
         started = time.perf_counter()
+        interval = self.config.evaluation_interval
+        evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
+        parallel = (evaluate_now and self.evaluation_runners is not None
+                    and self.config.evaluation_parallel_to_training)
+        # In parallel, the runners play the weights from before this iteration's updates.
+        pending = self._start_evaluation() if parallel else None
         per_learner = self.learner_group.train()
         steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
         optimizer_steps = per_learner[0]["num_optimizer_steps"]
@@ -190,33 +215,47 @@ class Algorithm:
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
         }
-        interval = self.config.evaluation_interval
-        if interval and self.iteration % interval == 0:
-            result[EVALUATION_RESULTS] = self.evaluate()
+        if evaluate_now:
+            result[EVALUATION_RESULTS] = (self._finish_evaluation(*pending) if parallel
+                                          else self.evaluate())
         return result
 
     @surface_errors
     def evaluate(self) -> dict[str, Any]:
-        """Runs ``evaluation_duration`` greedy episodes in the env. With
-        ``offline_data(output=...)`` the episodes are instead played by the ``env_runners``
-        actors, sampling the policy, and recorded to ``output``."""
+        """Runs ``evaluation_duration`` greedy episodes in the env (across the
+        ``evaluation_num_env_runners`` actors, when set). With ``offline_data(output=...)``
+        the episodes are instead played by env runner actors (``evaluation_num_env_runners``,
+        else ``num_env_runners``), sampling the policy, and recorded to ``output``."""
         if self.evaluator is None:
             raise ConfigError("evaluate() needs an env: set config.environment(env=...)")
-        started = time.perf_counter()
         if self.config.output:
-            policy = copy.deepcopy(self.module).cpu()
-            if self.recorder is None:
-                self.recorder = Recorder(self.config.recorder_config(), policy)
-                policy = None
-            recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
-                                            progress=False)
-            return {ENV_RUNNER_RESULTS: recorded,
-                    "evaluation_time_s": time.perf_counter() - started}
-        episodes = self.evaluator.evaluate(
-            self.module.compute_actions, self.config.evaluation_duration
-        )
-        return {ENV_RUNNER_RESULTS: episodes,
-                "evaluation_time_s": time.perf_counter() - started}
+            return self._record()
+        return self._finish_evaluation(*self._start_evaluation())
+
+    def _start_evaluation(self) -> tuple[float, Any]:
+        if self.evaluation_runners is None:
+            return time.perf_counter(), None
+        weights = self.module.state_dict()
+        return time.perf_counter(), self.evaluation_runners.start(
+            weights, self.config.evaluation_duration)
+
+    def _finish_evaluation(self, started: float, pending: Any) -> dict[str, Any]:
+        if pending is None:
+            episodes = self.evaluator.evaluate(self.module.compute_actions,
+                                               self.config.evaluation_duration)
+        else:
+            episodes = self.evaluation_runners.result(pending)
+        return {ENV_RUNNER_RESULTS: episodes, "evaluation_time_s": time.perf_counter() - started}
+
+    def _record(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        policy = copy.deepcopy(self.module).cpu()
+        if self.recorder is None:
+            self.recorder = Recorder(self.recording_config(), policy)
+            policy = None
+        recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
+                                        progress=False)
+        return {ENV_RUNNER_RESULTS: recorded, "evaluation_time_s": time.perf_counter() - started}
 
     def save_to_path(self, path: str | Path) -> str:
         """Writes a checkpoint folder (weights, optimizer, config, counters); returns its path."""
@@ -270,6 +309,9 @@ class Algorithm:
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
+        if self.evaluation_runners is not None:
+            self.evaluation_runners.stop()
+            self.evaluation_runners = None
         if self.learner_group is not None:
             self.learner_group.stop()
             self.learner_group = None
@@ -297,7 +339,8 @@ def _mean_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
 
 def _data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
     """The data stream's figures: totals over the learners' shards, each learner's, data
-    dropped by reason, and ``Box`` actions outside the action space (kept or clipped)."""
+    dropped by reason, ``Box`` actions outside the action space (kept or clipped) and unfinished
+    episodes (kept)."""
     rows = [learner["rows_per_epoch"] for learner in per_learner]
     staleness = [value for learner in per_learner for value in learner["staleness"]]
     figures: dict[str, Any] = {
@@ -308,6 +351,7 @@ def _data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> 
                                   for learner in per_learner),
         "dropped": {reason: count for reason, count in counts.items() if reason in DROP_REASONS},
         "actions_out_of_bounds": counts.get("actions_out_of_bounds", 0),
+        "unfinished_episodes": counts.get("unfinished_episodes", 0),
         "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
                                                         "wait_s", "first_batch_wait_s")}
                         for learner in per_learner],

@@ -39,8 +39,8 @@ class _NotProvided:
 NotProvided: Any = _NotProvided()
 
 #: Builder methods, in the order ``to_dict`` writes their sections.
-SECTIONS = ("environment", "training", "learners", "env_runners", "offline_data", "evaluation",
-            "rl_module", "debugging")
+SECTIONS = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
+            "evaluation", "rl_module", "debugging")
 
 
 class AlgorithmConfig:
@@ -88,6 +88,8 @@ class AlgorithmConfig:
         self.num_gpus_per_learner: float = 0
         self.num_cpus_per_learner: float | str = "auto"
         self.placement_strategy = "PACK"
+        # resources
+        self.num_cpus_for_main_process: float = 1
         # env_runners (recording)
         self.num_env_runners = 1
         self.num_envs_per_env_runner = 1
@@ -130,6 +132,8 @@ class AlgorithmConfig:
         self.evaluation_interval: int | None = None
         self.evaluation_duration = 10
         self.evaluation_duration_unit = "episodes"
+        self.evaluation_num_env_runners = 0
+        self.evaluation_parallel_to_training = False
         # rl_module
         self.model_config: dict[str, Any] = {}
         self.rl_module_spec: RLModuleSpec | None = None
@@ -164,6 +168,11 @@ class AlgorithmConfig:
         GPU, else 1 CPU when that fits beside the data pipeline, else 0. Learners are placed
         with a placement group (``"PACK"``, ``"SPREAD"``, ``"STRICT_PACK"``,
         ``"STRICT_SPREAD"``)."""
+        return self._set(locals())
+
+    def resources(self, *, num_cpus_for_main_process: float = NotProvided) -> AlgorithmConfig:
+        """CPUs the algorithm's own process reserves when it runs as a Ray Tune trial (it
+        runs the local learner and the evaluation); see ``offline_rl.algorithms.trainable``."""
         return self._set(locals())
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -220,9 +229,15 @@ class AlgorithmConfig:
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
-                   evaluation_duration_unit: str = NotProvided) -> AlgorithmConfig:
+                   evaluation_duration_unit: str = NotProvided,
+                   evaluation_num_env_runners: int = NotProvided,
+                   evaluation_parallel_to_training: bool = NotProvided) -> AlgorithmConfig:
         """Run the greedy policy in the env for ``evaluation_duration`` episodes every
-        ``evaluation_interval`` training iterations (``None``: only on ``evaluate()``)."""
+        ``evaluation_interval`` training iterations (``None``: only on ``evaluate()``).
+        ``evaluation_num_env_runners``: Ray actors that share the episodes (0: this process
+        plays them; each actor takes ``num_cpus_per_env_runner`` CPUs); with
+        ``evaluation_parallel_to_training`` they play while the iteration trains, with the
+        weights from before it, as RLlib's do."""
         return self._set(locals())
 
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,

@@ -111,6 +111,14 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           f"must be 'episodes', got {config.evaluation_duration_unit!r}")
     check(config.evaluation_interval is None or config.env is not None, "evaluation_interval",
           "evaluation needs an env: set config.environment(env=...)")
+    check(_non_negative_int(config.evaluation_num_env_runners), "evaluation_num_env_runners",
+          f"must be an int >= 0, got {config.evaluation_num_env_runners!r}")
+    check(not config.evaluation_parallel_to_training or (
+        config.evaluation_num_env_runners and config.evaluation_interval),
+          "evaluation_parallel_to_training", "needs evaluation_num_env_runners >= 1 (the "
+          "actors that play while this process trains) and an evaluation_interval")
+    check(_non_negative(config.num_cpus_for_main_process), "num_cpus_for_main_process",
+          f"must be a number >= 0, got {config.num_cpus_for_main_process!r}")
     try:
         DefaultModelConfig.from_dict(config.model_config)
     except (TypeError, ConfigError) as error:

@@ -16,6 +16,7 @@ from offline_rl.data.actors import kill_actors
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
 from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
+from offline_rl.placement import scheduling_options, usable_resources
 
 #: The keywords of RLlib's ``OfflineData.sample``, all an override is sure to take.
 RLLIB_SAMPLE_KEYWORDS = ("num_samples", "return_iterator", "num_shards")
@@ -82,25 +83,25 @@ class LearnerGroup:
 
     def _start_actors(self, module_spec: Any) -> None:
         config, n = self.config, self.num_learners
+        cluster = usable_resources()
         cpus = learner_cpus(config.num_cpus_per_learner, n, config.num_gpus_per_learner,
-                            config.map_batches_kwargs, ray.cluster_resources())
+                            config.map_batches_kwargs, cluster)
         gpus = config.num_gpus_per_learner
         bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
-        cluster = ray.cluster_resources()
         for name, amount in bundle.items():
             if n * amount > cluster.get(name, 0):
                 raise ResourceError(
                     f"{n} learner(s) x {amount:g} {name} need {n * amount:g} {name}, but the "
                     f"Ray cluster has {cluster.get(name, 0):g}. Lower num_learners or "
                     f"num_{name.lower()}s_per_learner, or add {name}s to the cluster.")
-        options: list[dict[str, Any]] = [{}] * n
-        if bundle:
+        options: list[dict[str, Any]] = [scheduling_options()] * n
+        if bundle and not options[0]:  # in a Tune trial, the trial's group holds them
             self._placement_group = placement_group([bundle] * n,
                                                     strategy=config.placement_strategy)
             self._wait_for_placement(bundle)
             options = [{"scheduling_strategy": PlacementGroupSchedulingStrategy(
                 self._placement_group, placement_group_bundle_index=rank)} for rank in range(n)]
-        elif config.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
+        elif not options[0] and config.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
             options = [{"scheduling_strategy": "SPREAD"}] * n
         remote_worker = ray.remote(LearnerWorker)
         self._actors = [

@@ -3,6 +3,8 @@ that the next algorithm in the same Ray session finds them when a ``stop()`` ret
 
 Example:
     >>> import ray
+
+from offline_rl.placement import available_cpus, usable_resources
     >>> @ray.remote(num_cpus=0)
     ... class Idle:
     ...     pass
@@ -20,6 +22,8 @@ import time
 from collections.abc import Sequence
 
 import ray
+
+from offline_rl.placement import available_cpus, usable_resources
 
 #: Seconds ``kill_actors`` and ``wait_for_cpus`` wait at most.
 STOP_WAIT_S = 30.0
@@ -39,9 +43,10 @@ def kill_actors(actors: Sequence[ray.actor.ActorHandle], timeout_s: float = STOP
 
 
 def wait_for_cpus(cpus: float, timeout_s: float = STOP_WAIT_S) -> None:
-    """Waits, at most ``timeout_s``, until ``cpus`` CPUs are free in the cluster (capped at its
-    total): those that just-killed actors held come back asynchronously."""
-    wanted = min(cpus, ray.cluster_resources().get("CPU", 0))
+    """Waits, at most ``timeout_s``, until ``cpus`` CPUs are free for this run (capped at its
+    total; ``offline_rl.placement``): those that just-killed actors held come back
+    asynchronously."""
+    wanted = min(cpus, usable_resources().get("CPU", 0))
     deadline = time.monotonic() + timeout_s
-    while ray.available_resources().get("CPU", 0) < wanted and time.monotonic() < deadline:
+    while available_cpus() < wanted and time.monotonic() < deadline:
         time.sleep(_POLL_S)

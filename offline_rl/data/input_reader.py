@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
@@ -25,6 +26,7 @@ from offline_rl.columns import Columns
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.tabular import missing_columns, resolve_schema
+from offline_rl.placement import current_placement_group
 
 if TYPE_CHECKING:
     from offline_rl.data.data_config import DataConfig
@@ -95,12 +97,18 @@ def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
 
 def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
                           schema_overrides: dict[str, str],
-                          observation_space: gym.Space | None) -> None:
+                          observation_space: gym.Space | None) -> list[str] | None:
     """Fails fast, before any Ray work, on missing paths, folders without Parquet files, missing
     columns and observations of the wrong shape or type. Reads the first Parquet file's footer
     per path (every file's footer when local, so torn files are caught too), locally or through
-    ``filesystem``; URIs without a filesystem are left to Ray Data."""
+    ``filesystem``; URIs without a filesystem are left to Ray Data.
+
+    Returns the columns to read when the files hold different ones (``shared_columns``;
+    ``None`` when they agree): a column some files lack (``action_logp``, say) is left out,
+    with a warning. Files that hold one column with different types are an error naming both
+    files."""
     schema = resolve_schema(schema_overrides)
+    footers: dict[str, pa.Schema] = {}
     for path in paths:
         if filesystem is None and is_uri(path):
             continue
@@ -110,10 +118,51 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
         if not files:
             raise DataFormatError(_no_parquet(path, fs, located))
         scheme = path[: len(path) - len(located)]
-        _check_file(scheme + files[0], fs, files[0], schema, observation_space)
+        footers[scheme + files[0]] = _check_file(scheme + files[0], fs, files[0], schema,
+                                                 observation_space)
         if isinstance(fs, pafs.LocalFileSystem):
             for file in files[1:]:
-                _check_readable(file)
+                footers[file] = _read_schema(file, fs, file)
+                _check_columns(file, footers[file], schema)
+    return shared_columns(footers)
+
+
+def shared_columns(footers: dict[str, pa.Schema]) -> list[str] | None:
+    """The columns every file holds, when some files hold columns others lack (``None`` when
+    all hold the same ones), with a warning naming the columns left out and a file without
+    them; ``DataFormatError`` naming two files when a column's type differs.
+
+    Example:
+        >>> a = pa.schema([("obs", pa.float32()), ("action_logp", pa.float32())])
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     shared_columns({"a.parquet": a, "b.parquet": pa.schema([("obs", pa.float32())])})
+        ['obs']
+        >>> str(caught[0].message).endswith("without ['action_logp'] (b.parquet lacks them)")
+        True
+        >>> shared_columns({"a.parquet": a, "c.parquet": pa.schema([("obs", pa.int64())])})
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.DataFormatError: column 'obs' is float in a.parquet but int64 in ...
+    """
+    first: dict[str, tuple[str, pa.DataType]] = {}
+    for file, footer in footers.items():
+        for field in footer:
+            seen_in, seen_type = first.setdefault(field.name, (file, field.type))
+            if seen_type != field.type:
+                raise DataFormatError(
+                    f"column {field.name!r} is {seen_type} in {seen_in} but {field.type} in "
+                    f"{file}; the input files must agree on each column's type. Re-write one "
+                    "of them, or read them separately")
+    shared = [name for name in first if all(name in footer.names for footer in footers.values())]
+    if len(shared) == len(first):
+        return None
+    left_out = [name for name in first if name not in shared]
+    lacking = next(file for file, footer in footers.items()
+                   if not set(left_out) <= set(footer.names))
+    warnings.warn(f"the input files hold different columns: reading only those all of them "
+                  f"hold, without {left_out} ({lacking} lacks them)", stacklevel=2)
+    return shared
 
 
 def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
@@ -163,15 +212,6 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
     return (shown, table) if table.num_rows else None
 
 
-def _check_readable(file: str) -> None:
-    try:
-        pq.read_metadata(file)
-    except (OSError, pa.ArrowException) as error:
-        raise DataFormatError(
-            f"{file} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
-            "Re-write it or move it out of the input folder") from None
-
-
 def _parquet_files(path: str, fs: pafs.FileSystem, located: str) -> list[str]:
     """``located`` itself if it is a file, else the ``*.parquet`` files under it, sorted."""
     try:
@@ -200,28 +240,36 @@ def _not_found(path: str, fs: pafs.FileSystem) -> str:
             "prefix); fix the path or input_filesystem_kwargs")
 
 
-def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, str],
-                observation_space: gym.Space | None) -> None:
+def _read_schema(shown: str, fs: pafs.FileSystem, file: str) -> pa.Schema:
     try:
-        arrow_schema = pq.read_schema(file, filesystem=fs)
+        return pq.read_schema(file, filesystem=fs)
     except (OSError, pa.ArrowException) as error:
         raise DataFormatError(
             f"{shown} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
             "Re-write it or move it out of the input folder") from None
+
+
+def _check_columns(shown: str, arrow_schema: pa.Schema, schema: dict[str, str]) -> None:
     missing = missing_columns(arrow_schema.names, schema)
     if missing:
         raise DataFormatError(
             f"{shown} has no column(s) {missing} (columns: {sorted(arrow_schema.names)}). Rename "
             "the columns or map them with config.offline_data(input_read_schema={field: column})."
         )
+
+
+def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, str],
+                observation_space: gym.Space | None) -> pa.Schema:
+    arrow_schema = _read_schema(shown, fs, file)
+    _check_columns(shown, arrow_schema, schema)
     if not isinstance(observation_space, gym.spaces.Box):
-        return
+        return arrow_schema
     column = schema[Columns.OBS]
     arrow_type = arrow_schema.field(column).type
     leaf = _leaf_type(arrow_type)
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type) or (
             pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)):
-        return  # compressed: checked when decoded
+        return arrow_schema  # compressed: checked when decoded
     if not (pa.types.is_integer(leaf) or pa.types.is_floating(leaf) or pa.types.is_boolean(leaf)):
         raise DataFormatError(
             f"{shown}: column {column!r} holds {leaf} values, but the observation space "
@@ -233,6 +281,7 @@ def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, st
             f"is {observation_space} with shape {observation_space.shape}; check the data or "
             "config.environment(observation_space=...)"
         )
+    return arrow_schema
 
 
 def _leaf_type(arrow_type: Any) -> pa.DataType:
@@ -259,11 +308,12 @@ def quiet_data_context() -> Iterator[None]:
     """Datasets created inside copy this context: no progress bars or execution banners (the
     CLI shows its own), errors raised in map functions kept as they are (not wrapped in Ray
     Data's ``UserCodeException``, which would lose our error type), and the quicker-starting V1
-    Parquet reader unless the user opted in."""
+    Parquet reader unless the user opted in, or the read runs in a Tune trial's placement group
+    (where Ray 2.60 schedules V1's read task only after ~40 s)."""
     context = ray.data.DataContext.get_current()
     settings = {"enable_progress_bars": False, "print_on_execution_start": False,
                 "raise_original_map_exception": True}
-    if DATASOURCE_V2_ENV not in os.environ:
+    if DATASOURCE_V2_ENV not in os.environ and current_placement_group() is None:
         settings["use_datasource_v2"] = False
     saved = {name: getattr(context, name) for name in settings}
     for name, value in settings.items():

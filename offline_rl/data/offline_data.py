@@ -30,6 +30,11 @@ from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.filesystems import resolve_filesystem
+from offline_rl.placement import (
+    available_cpus,
+    keep_ray_data_in_placement_group,
+    usable_resources,
+)
 
 #: Rows (tabular) or episodes of the first file checked in the driver before the pipeline.
 SAMPLE_ROWS = 256
@@ -80,9 +85,11 @@ class OfflineData:
         self.paths = input_paths(config.input_, self.filesystem)
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
+        #: The columns every input file holds, when some hold more (``None``: all the same).
+        self.input_columns = None
         if config.input_read_method == "read_parquet" and not self.reads_episodes:
-            check_parquet_columns(self.paths, self.filesystem, config.input_read_schema,
-                                  spaces[0])
+            self.input_columns = check_parquet_columns(self.paths, self.filesystem,
+                                                      config.input_read_schema, spaces[0])
         elif config.input_read_method == "read_parquet":
             require_parquet_files(self.paths, self.filesystem)
         self.batch_size = config.train_batch_size_per_learner
@@ -149,8 +156,9 @@ class OfflineData:
         return self.build_mapped_dataset()
 
     def _prepare(self, reserved_cpus: float) -> None:
+        keep_ray_data_in_placement_group()
         self._pool_kwargs = prelearner_pool_kwargs(
-            self.config.map_batches_kwargs, ray.cluster_resources(), reserved_cpus=reserved_cpus
+            self.config.map_batches_kwargs, usable_resources(), reserved_cpus=reserved_cpus
         )
         self._ledger = DataLedger.remote()
         if self.needs_module:
@@ -178,13 +186,15 @@ class OfflineData:
 
     def _read_config(self) -> DataConfig:
         """The config to read with: episode formats also read each row's file path (Ray Data's
-        ``include_paths``), so errors can name the file."""
-        kwargs = self.config.input_read_method_kwargs
-        if (not self.reads_episodes or not isinstance(self.config.input_read_method, str)
-                or "include_paths" in kwargs):
-            return self.config
-        return dataclasses.replace(self.config,
-                                   input_read_method_kwargs={**kwargs, "include_paths": True})
+        ``include_paths``), so errors can name the file; files holding different columns are
+        read for the columns they share."""
+        kwargs = dict(self.config.input_read_method_kwargs)
+        if (self.reads_episodes and isinstance(self.config.input_read_method, str)
+                and "include_paths" not in kwargs):
+            kwargs["include_paths"] = True
+        if self.input_columns is not None and "columns" not in kwargs:
+            kwargs["columns"] = self.input_columns
+        return dataclasses.replace(self.config, input_read_method_kwargs=kwargs)
 
     @surface_errors
     def sample(self, num_samples: int | None = None, return_iterator: bool = False,
@@ -252,7 +262,7 @@ class OfflineData:
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
             prelearners = ray.get(self._ledger.actors.remote())
-            free_before = ray.available_resources().get("CPU", 0)
+            free_before = available_cpus()
             for actor in prelearners:  # Ray Data's actors: killed, never waited on
                 ray.kill(actor, no_restart=True)
             kill_actors([self._ledger] + ([self.module_weights] if self.module_weights else []))

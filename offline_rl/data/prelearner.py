@@ -262,10 +262,26 @@ class OfflinePreLearner:
         """One legacy SampleBatch row -> its episodes (override to customize)."""
         return sample_batch_to_episodes(row, where)
 
+    @staticmethod
+    def _map_sample_batch_to_episode(is_multi_agent: bool, batch: Mapping[str, Any]
+                                     ) -> dict[str, list[SingleAgentEpisode]]:
+        """RLlib's conversion of a batch of legacy SampleBatch rows (``read_json`` ->
+        ``iter_batches``, a dict of equal-length columns) into ``{"episodes": [...]}``, as the
+        seed's conversion example calls it. Single-agent only."""
+        if is_multi_agent:
+            raise ConfigError("offline-rl reads single-agent SampleBatches only; multi-agent "
+                              "recordings are not supported")
+        names = list(batch)
+        return {"episodes": [
+            episode for index, values in enumerate(zip(*(batch[name] for name in names)))
+            for episode in sample_batch_to_episodes(dict(zip(names, values)),
+                                                    f"SampleBatch row {index} of the batch")]}
+
     def _admit(self, episodes: list[SingleAgentEpisode],
                sources: list[str]) -> list[SingleAgentEpisode]:
         """Checks each episode; drops (and counts) duplicates (within the batch, the buffer, or
-        read from another file by any actor), empty and non-finite ones."""
+        read from another file by any actor), empty and non-finite ones; counts unfinished
+        ones (neither terminated nor truncated), which it keeps."""
         admitted, seen, drops = [], set(), Counter()
         elsewhere = self._claim(episodes, sources)
         for episode, source, duplicate in zip(episodes, sources, elsewhere):
@@ -274,17 +290,15 @@ class OfflinePreLearner:
                 drops["duplicate_episodes"] += 1
                 continue
             seen.add(episode.id_)
-            if not episode.is_done:
-                raise DataFormatError(
-                    f"{where} is not done (neither terminated nor truncated) after "
-                    f"{len(episode)} steps; offline-rl trains on complete episodes: record with "
-                    "batch_mode='complete_episodes' or drop the unfinished ones")
             if not len(episode):
                 drops["empty_episodes"] += 1
                 continue
             if not self._check_episode(episode, where):
                 drops["nonfinite_episodes"] += 1
                 continue
+            # An unfinished chunk (a recording stopped mid-episode) trains like any other: its
+            # last transition is simply not terminal. It is counted, not dropped.
+            drops["unfinished_episodes"] += not episode.is_done
             admitted.append(episode)
         self._count(drops)
         return admitted

@@ -51,7 +51,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     if "concurrency" not in kwargs:
         fitting = int(free // cpus_per_actor) if cpus_per_actor else DEFAULT_MAX_ACTORS
         kwargs["concurrency"] = max(1, min(DEFAULT_MAX_ACTORS, fitting))
-    minimum, maximum = _pool_range(kwargs.pop("concurrency"))
+    minimum, maximum = pool_range(kwargs.pop("concurrency"))
     needed = minimum * cpus_per_actor + READ_TASK_CPUS + reserved_cpus
     if needed > total:
         raise ResourceError(
@@ -67,7 +67,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
 def _check_gpus(kwargs: Mapping[str, Any], cluster_resources: Mapping[str, float]) -> None:
     """Refuses PreLearner GPUs the cluster does not have (an actor pool would wait forever)."""
     gpus = float(kwargs.get("num_gpus", 0) or 0)
-    minimum, _ = _pool_range(kwargs.get("concurrency", 1))
+    minimum, _ = pool_range(kwargs.get("concurrency", 1))
     available = float(cluster_resources.get("GPU", 0))
     if gpus and minimum * gpus > available:
         raise ResourceError(
@@ -92,13 +92,13 @@ def learner_cpus(requested: float | str, num_learners: int, num_gpus_per_learner
         return float(requested)
     if num_gpus_per_learner:
         return 0.0
-    minimum, _ = _pool_range(map_batches_kwargs.get("concurrency", 1))
+    minimum, _ = pool_range(map_batches_kwargs.get("concurrency", 1))
     pool = minimum * float(map_batches_kwargs.get("num_cpus", 1))
     fits = num_learners + pool + READ_TASK_CPUS <= float(cluster_resources.get("CPU", 0))
     return 1.0 if fits else 0.0
 
 
-def _pool_range(concurrency: int | tuple[int, int] | list[int]) -> tuple[int, int]:
+def pool_range(concurrency: int | tuple[int, int] | list[int]) -> tuple[int, int]:
     """``concurrency`` (an int, or a ``(min, max)`` autoscaling range) as ``(min, max)``."""
     if isinstance(concurrency, tuple | list):
         return concurrency[0], concurrency[1]

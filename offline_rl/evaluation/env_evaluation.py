@@ -37,15 +37,22 @@ class EnvEvaluator:
                  num_episodes: int) -> dict[str, int | float | None]:
         """Runs ``num_episodes`` complete episodes with ``compute_actions(obs_batch) ->
         actions``; returns their ``offline_rl.statistics.episode_statistics``."""
+        return episode_statistics(*self.play(compute_actions, num_episodes))
+
+    def play(self, compute_actions: Callable[[np.ndarray], np.ndarray], num_episodes: int,
+             first_episode: int = 0) -> tuple[list[float], list[int]]:
+        """Plays episodes ``first_episode .. first_episode + num_episodes - 1`` (their
+        numbers pick their reset seeds); returns their returns and lengths."""
 
         def policy(obs: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             return np.asarray(compute_actions(obs)), {}
 
+        seed = None if self.seed is None else self.seed + first_episode
         returns, lengths = [], []
-        for episode in rollout(self.envs, policy, num_episodes, seed=self.seed):
+        for episode in rollout(self.envs, policy, num_episodes, seed=seed):
             returns.append(episode.get_return())
             lengths.append(len(episode))
-        return episode_statistics(returns, lengths)
+        return returns, lengths
 
     def close(self) -> None:
         """Closes the envs."""

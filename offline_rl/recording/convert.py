@@ -4,9 +4,9 @@ The output holds one row per episode, its msgpack state in a binary ``item`` col
 RLlib writes with ``output_write_episodes=True`` and both RLlib and offline-rl read with
 ``input_read_episodes=True``. Conversion runs on Ray Data: rows (or JSON fragments) are grouped
 by episode id, so an episode may span files, and each group is ordered, checked and built into a
-``SingleAgentEpisode``. Only complete episodes (terminated or truncated) are written; an
-unfinished one is an error unless ``incomplete="drop"`` leaves it out (the last episode of a
-recording stopped mid-episode, say).
+``SingleAgentEpisode``. An unfinished episode (neither terminated nor truncated: the last one of
+a recording stopped mid-episode, say) is kept by default as an unfinished chunk, as RLlib's
+episodes can be, and counted; ``incomplete="drop"`` leaves it out, ``"error"`` refuses it.
 
 Files are first written to a hidden staging folder inside ``output`` (Ray Data and pyarrow skip
 names starting with ``.``) and moved to ``output/episodes-<n>.parquet`` once all are complete.
@@ -64,6 +64,7 @@ from offline_rl.recording.episode_assembly import (
     FILE_INDEX,
     FRAGMENT,
     ITEM,
+    KEPT,
     ROW_INDEX,
     SOURCE,
     STEPS,
@@ -73,7 +74,7 @@ from offline_rl.recording.episode_assembly import (
 )
 
 #: What to do with episodes that are neither terminated nor truncated.
-INCOMPLETE = ("error", "drop")
+INCOMPLETE = ("keep", "drop", "error")
 #: Parquet bytes one read call takes in: small files are read several at a time.
 READ_BYTES = 64 * 1024 * 1024
 #: Input bytes per partition of the group-by shuffle (at most ``DataContext.min_parallelism``
@@ -90,7 +91,7 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
                         compress_columns: Sequence[str] = (),
                         filesystem: str | pafs.FileSystem | None = None,
                         max_rows_per_file: int | None = None,
-                        incomplete: Literal["error", "drop"] = "error") -> dict[str, Any]:
+                        incomplete: Literal["keep", "drop", "error"] = "keep") -> dict[str, Any]:
     """Converts tabular Parquet (one row per timestep, RLlib's columns) into episodes Parquet.
 
     Rows are grouped by ``eps_id`` across all files and ordered by ``t``; without a ``t``
@@ -105,7 +106,9 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
 
     ``output`` must be a new or empty folder, on ``filesystem`` (a pyarrow filesystem or
     ``"s3"``, ``"gcs"``, ``"abs"``) like the input. ``max_rows_per_file`` caps the episodes per
-    file. Returns ``{"output", "episodes", "steps", "dropped_incomplete", "files"}``.
+    file. Returns ``{"output", "episodes", "steps", "unfinished_episodes",
+    "dropped_incomplete", "files"}`` (``episodes`` and ``steps`` count what was written,
+    unfinished episodes included).
 
     Example: see the module docstring.
     """
@@ -132,7 +135,8 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
 def sample_batches_to_episodes(input_: str | list[str], output: str, *,
                                filesystem: str | pafs.FileSystem | None = None,
                                max_rows_per_file: int | None = None,
-                               incomplete: Literal["error", "drop"] = "error") -> dict[str, Any]:
+                               incomplete: Literal["keep", "drop", "error"] = "keep"
+                               ) -> dict[str, Any]:
     """Converts legacy SampleBatch JSON lines (RLlib's old-stack ``JsonWriter`` output) into
     episodes Parquet.
 
@@ -198,15 +202,17 @@ def minari_to_episodes(dataset_id: str, output: str, *,
         files += writer.add([episode])
         episodes, steps = episodes + 1, steps + len(episode)
     files += writer.flush()
-    return {"output": output, "episodes": episodes, "steps": steps, "dropped_incomplete": 0,
+    return {"output": output, "episodes": episodes, "steps": steps, "unfinished_episodes": 0,
+            "dropped_incomplete": 0,
             "files": [_shown(target, file, output) for file in files]}
 
 
 # ------------------------------------------------------------------------------- inputs, output
 def _check_incomplete(incomplete: str) -> None:
     if incomplete not in INCOMPLETE:
-        raise ConfigError(f"incomplete={incomplete!r} is not supported; use 'error' (refuse "
-                         "unfinished episodes) or 'drop' (leave them out)")
+        raise ConfigError(f"incomplete={incomplete!r} is not supported; use 'keep' (write "
+                         "unfinished episodes as unfinished chunks), 'drop' (leave them out) or "
+                         "'error' (refuse them)")
 
 
 def _input_files(input_: str | list[str], filesystem: str | pafs.FileSystem | None,
@@ -266,17 +272,17 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
     """Writes the complete episodes' items; returns the conversion summary."""
     fs, path = target
     episodes = episodes.materialize()
-    parts = ray.get(episodes.select_columns([STEPS, COMPLETE]).to_arrow_refs())
-    steps = np.concatenate([np.empty(0, np.int64), *(part[STEPS].to_numpy() for part in parts)])
-    complete = np.concatenate([np.empty(0, bool), *(
-        part[COMPLETE].to_numpy(zero_copy_only=False) for part in parts)])
+    parts = ray.get(episodes.select_columns([STEPS, COMPLETE, KEPT]).to_arrow_refs())
+    steps, complete, kept = (np.concatenate([np.empty(0, dtype), *(
+        part[name].to_numpy(zero_copy_only=False) for part in parts)])
+        for name, dtype in ((STEPS, np.int64), (COMPLETE, bool), (KEPT, bool)))
     staging = f"{path}/.staging-{uuid.uuid4().hex}"
     sizes = ({"min_rows_per_file": max_rows_per_file, "max_rows_per_file": max_rows_per_file}
              if max_rows_per_file else {"min_bytes_per_file": MIN_FILE_BYTES})
     files = []
     try:
-        if complete.any():
-            episodes.map_batches(_complete_items, batch_format="pyarrow").write_parquet(
+        if kept.any():
+            episodes.map_batches(_kept_items, batch_format="pyarrow").write_parquet(
                 staging, filesystem=fs, **sizes)
             for number, info in enumerate(find_data_files(staging, fs, PARQUET_SUFFIXES)):
                 files.append(f"{path}/episodes-{number:05d}.parquet")
@@ -284,8 +290,9 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
     finally:
         if fs.get_file_info(staging).type == pafs.FileType.Directory:
             fs.delete_dir(staging)
-    return {"output": output, "episodes": int(complete.sum()),
-            "steps": int(steps[complete].sum()), "dropped_incomplete": int((~complete).sum()),
+    return {"output": output, "episodes": int(kept.sum()), "steps": int(steps[kept].sum()),
+            "unfinished_episodes": int((kept & ~complete).sum()),
+            "dropped_incomplete": int((~kept).sum()),
             "files": [_shown(target, file, output) for file in files]}
 
 
@@ -294,8 +301,8 @@ def _shown(target: tuple[pafs.FileSystem, str], file: str, output: str) -> str:
     return output.rstrip("/") + file[len(target[1].rstrip("/")):] if is_uri(output) else file
 
 
-def _complete_items(table: pa.Table) -> pa.Table:
-    return table.filter(table[COMPLETE]).select([ITEM])
+def _kept_items(table: pa.Table) -> pa.Table:
+    return table.filter(table[KEPT]).select([ITEM])
 
 
 # ----------------------------------------------------------------------------------- tabular

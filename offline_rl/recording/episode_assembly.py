@@ -26,7 +26,7 @@ ITEM = "item"
 #: Columns the tabular reader adds: source file (for messages), file number and row in the file.
 SOURCE, FILE_INDEX, ROW_INDEX = "__path", "__file_index", "__row_index"
 #: Columns of the per-episode table built before writing; only ``item`` is written.
-EPISODE_ID, STEPS, COMPLETE = "eps_id", "steps", "complete"
+EPISODE_ID, STEPS, COMPLETE, KEPT = "eps_id", "steps", "complete", "kept"
 #: Columns of a legacy-JSON fragment row: its first step and packed state.
 T_STARTED, FRAGMENT = "t_started", "fragment"
 
@@ -56,14 +56,15 @@ def rows_to_item(group: pa.Table, schema: Mapping[str, str], compressed: set[str
             f"{t_started + broken + 1} (rows taken {order}); rows are missing, duplicated or "
             "out of order")
     terminateds, truncateds = done_flags(rows, schema)
+    done = bool(terminateds[-1] or truncateds[-1])
     _check_done(terminateds | truncateds, where, incomplete)
-    if not (terminateds[-1] or truncateds[-1]):
-        return _item_row(eps_id, steps, None)
+    if not done and incomplete == "drop":
+        return _item_row(eps_id, steps, done, None)
     infos = (group[schema[Columns.INFOS]].to_pylist()
              if schema[Columns.INFOS] in group.column_names else None)
     episode = episode_from_rows(rows, schema, eps_id=eps_id, t_started=t_started,
                                 extras=extra_columns(rows, schema), infos=infos)
-    return _item_row(eps_id, steps, episode)
+    return _item_row(eps_id, steps, done, episode)
 
 
 def _episode_columns(group: pa.Table, schema: Mapping[str, str], compressed: set[str],
@@ -106,7 +107,8 @@ def _first_mismatch(left: np.ndarray, right: np.ndarray) -> int | None:
 
 
 def _check_done(done: np.ndarray, where: str, incomplete: str) -> None:
-    """Refuses done flags before the last step and, unless dropped, unfinished episodes."""
+    """Refuses done flags before the last step and, with ``incomplete='error'``, unfinished
+    episodes."""
     early = np.flatnonzero(done[:-1])
     if early.size:
         raise DataFormatError(
@@ -119,8 +121,8 @@ def _check_done(done: np.ndarray, where: str, incomplete: str) -> None:
 def _unfinished(where: str, steps: int) -> DataFormatError:
     return DataFormatError(
         f"{where} is not done: its last step is neither terminated nor truncated after {steps} "
-        "steps. offline-rl trains on complete episodes; pass incomplete='drop' to leave "
-        "unfinished ones out")
+        "steps; pass incomplete='keep' to keep it as an unfinished chunk (RLlib's episodes "
+        "can be) or incomplete='drop' to leave it out")
 
 
 def _where(eps_id: str, sources: pa.ChunkedArray) -> str:
@@ -131,11 +133,14 @@ def _where(eps_id: str, sources: pa.ChunkedArray) -> str:
     return f"episode {eps_id!r} (in {'; '.join(places[:3])}{more})"
 
 
-def _item_row(eps_id: str, steps: int, episode: SingleAgentEpisode | None) -> pa.Table:
+def _item_row(eps_id: str, steps: int, done: bool,
+              episode: SingleAgentEpisode | None) -> pa.Table:
+    """One episode's output row; ``episode=None``: dropped (unfinished, ``incomplete='drop'``)."""
     return pa.table({
         EPISODE_ID: pa.array([eps_id], pa.string()),
         STEPS: pa.array([steps], pa.int64()),
-        COMPLETE: pa.array([episode is not None]),
+        COMPLETE: pa.array([done]),
+        KEPT: pa.array([episode is not None]),
         ITEM: pa.array([None if episode is None else pack_episode_state(episode.get_state())],
                        pa.binary()),
     })
@@ -159,4 +164,5 @@ def fragments_to_item(group: pa.Table, incomplete: str) -> pa.Table:
                 "twice?") from None
     if not episode.is_done and incomplete == "error":
         raise _unfinished(where, len(episode))
-    return _item_row(eps_id, len(episode), episode if episode.is_done else None)
+    dropped = not episode.is_done and incomplete == "drop"
+    return _item_row(eps_id, len(episode), episode.is_done, None if dropped else episode)

@@ -13,6 +13,7 @@ from offline_rl.data.actors import kill_actors
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
+from offline_rl.placement import check_fits
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.writer import EpisodeWriter, output_location
@@ -47,6 +48,7 @@ class Recorder:
             raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
         if config.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
+        check_env_runners_fit(config)
         runner = ray.remote(num_cpus=config.num_cpus_per_env_runner)(_EnvRunner)
         self.config = config
         self.runners = [
@@ -98,6 +100,14 @@ class Recorder:
     def __exit__(self, *exc_info: object) -> None:
         if self.runners:
             self.stop()
+
+
+def check_env_runners_fit(config: RecorderConfig) -> None:
+    """Raises ``ResourceError`` when the env runner actors cannot all be placed."""
+    check_fits(f"{config.num_env_runners} env runner(s) x {config.num_cpus_per_env_runner:g} CPU",
+               {"CPU": config.num_env_runners * config.num_cpus_per_env_runner},
+               "lower num_env_runners (evaluation_num_env_runners when evaluate() records) or "
+               "num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
 
 
 def check_output(config: RecorderConfig) -> None:

@@ -169,9 +169,13 @@ def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa
     from ray.data.extensions import ArrowTensorArray
 
     transitions = Transitions(episodes)
-    columns = {**transitions.step_ids(), **transitions.columns}
+    ids = transitions.step_ids()
+    columns = {**ids, **transitions.columns}
     infos = [info for episode in episodes for info in episode.get_infos()[1:]]
-    arrays: dict[str, Any] = {}
+    # RLlib writes its single-agent ids as all-null columns; so do we, for scripts that read them.
+    arrays: dict[str, Any] = {Columns.EPS_ID: None,
+                              Columns.AGENT_ID: pa.nulls(len(ids[Columns.T])),
+                              Columns.MODULE_ID: pa.nulls(len(ids[Columns.T]))}
     for name, values in columns.items():
         if name in compress:
             arrays[name] = pa.array([pack_rllib(row) for row in values], pa.string())

@@ -1,0 +1,139 @@
+"""Ray Tune support: each registered algorithm is a Tune trainable under its name.
+
+``tune.Tuner("BC", param_space=config)`` works as with RLlib once ``offline_rl`` and
+``ray.tune`` are both imported (in either order: ``offline_rl`` registers its algorithms
+when ``ray.tune`` is first imported, so that a process that never uses Tune never pays for
+importing it). Needs ``pip install "offline-rl[tune]"``.
+
+Each trial builds the algorithm from the trial's config in its own Ray actor. It reserves, as
+one placement group, everything it starts: ``num_cpus_for_main_process`` for itself (its local
+learner and its evaluation), then one bundle for the read task, the PreLearner pool, remote
+learners and env runner actors (``offline_rl.placement`` keeps them there). So trials of a
+``tune.grid_search`` share a cluster without taking each other's CPUs: Tune starts a trial once
+all of its resources are free. Tune's checkpoints are the algorithm's own
+(``Algorithm.from_checkpoint(result.checkpoint.path)``), and a trial reports the latest
+evaluation in every result, so that a stop criterion on
+``evaluation/env_runners/episode_return_mean`` is seen in every iteration.
+
+Example:
+    >>> from ray import tune
+    >>> from offline_rl import BCConfig
+    >>> trainable = tune.registry.get_trainable_cls("BC")
+    >>> trainable.__name__, issubclass(trainable, tune.Trainable)
+    ('BC', True)
+    >>> trial_bundles(BCConfig().offline_data(map_batches_kwargs={"concurrency": 2}))
+    [{'CPU': 1.0}, {'CPU': 3.0}]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import ray
+from ray import tune
+from ray.tune.registry import register_trainable
+from ray.tune.tune import _Config
+
+from offline_rl.algorithms.algorithm import Algorithm
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+from offline_rl.algorithms.registry import get_algorithm_config_class, registered_algorithms
+from offline_rl.data.resources import READ_TASK_CPUS, pool_range
+from offline_rl.errors import ResourceError
+from offline_rl.names import EVALUATION_RESULTS
+
+
+class AlgorithmTrainable(tune.Trainable):
+    """A Tune trainable that builds ``algorithm_name``'s algorithm from the trial's config
+    (``AlgorithmConfig.to_dict``'s layout, which is what Tune makes of a config object)."""
+
+    algorithm_name: ClassVar[str] = ""
+
+    @classmethod
+    def algorithm_config(cls, config: dict[str, Any]) -> AlgorithmConfig:
+        """The trial's config as this algorithm's config object."""
+        return get_algorithm_config_class(cls.algorithm_name).from_dict(config)
+
+    @classmethod
+    def default_resource_request(cls, config: dict[str, Any]) -> tune.PlacementGroupFactory:
+        """The trial's placement group (see the module docstring); raises ``ResourceError``
+        when the cluster could never hold it, where Tune would wait forever."""
+        bundles = trial_bundles(cls.algorithm_config(config))
+        if ray.is_initialized():
+            cluster = ray.cluster_resources()
+            for name in ("CPU", "GPU"):
+                needed = sum(bundle.get(name, 0) for bundle in bundles)
+                if needed > cluster.get(name, 0):
+                    raise ResourceError(
+                        f"a {cls.algorithm_name} trial needs {needed:g} {name} "
+                        f"({' + '.join(map(str, bundles))}), but the Ray cluster has "
+                        f"{cluster.get(name, 0):g}; no trial could ever start. Lower "
+                        "map_batches_kwargs['concurrency'] or ['num_cpus'], the env runners "
+                        "or num_cpus_for_main_process (config.resources(...)), or add CPUs.")
+        return tune.PlacementGroupFactory(bundles)
+
+    def setup(self, config: dict[str, Any]) -> None:
+        # Tune runs each trial in its own folder; relative input_/output paths mean what they
+        # mean where Tune was started (the folder Tune left, which it records here).
+        os.chdir(os.environ.get("TUNE_ORIG_WORKING_DIR", os.getcwd()))
+        self.algorithm: Algorithm = self.algorithm_config(config).build()
+        self.last_evaluation: dict[str, Any] | None = None
+
+    def step(self) -> dict[str, Any]:
+        result = self.algorithm.train()
+        self.last_evaluation = result.get(EVALUATION_RESULTS, self.last_evaluation)
+        if self.last_evaluation is not None:
+            result[EVALUATION_RESULTS] = self.last_evaluation
+        return result
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        self.algorithm.save_to_path(checkpoint_dir)
+
+    def load_checkpoint(self, checkpoint_dir: str) -> None:
+        self.algorithm.restore_from_path(checkpoint_dir)
+
+    def cleanup(self) -> None:
+        self.algorithm.stop()
+
+
+def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
+    """A trial's placement group: ``num_cpus_for_main_process`` (and the local learner's GPU),
+    then the read task, the PreLearner pool at its largest, the remote learners and the env
+    runner actors (``evaluation_num_env_runners``, or ``num_env_runners`` when recording)."""
+    remote = config.num_learners
+    learner_cpus = config.num_cpus_per_learner
+    if learner_cpus == "auto":
+        learner_cpus = 0 if config.num_gpus_per_learner else 1
+    pool = dict(config.map_batches_kwargs)
+    _, actors = pool_range(pool.get("concurrency", 1))
+    runners = config.evaluation_num_env_runners or (config.num_env_runners if config.output
+                                                    else 0)
+    main = {"CPU": config.num_cpus_for_main_process,
+            "GPU": 0 if remote else config.num_gpus_per_learner}
+    work = {"CPU": READ_TASK_CPUS + actors * pool.get("num_cpus", 1) + remote * learner_cpus
+            + runners * config.num_cpus_per_env_runner,
+            "GPU": actors * pool.get("num_gpus", 0) + remote * config.num_gpus_per_learner}
+    bundles = [{name: float(amount) for name, amount in bundle.items() if amount}
+               for bundle in (main, work)]
+    return [bundle for bundle in bundles if bundle]
+
+
+def trainable_class(algorithm_name: str) -> type[AlgorithmTrainable]:
+    """The Tune trainable of a registered algorithm (its config class is looked up when a
+    trial needs it)."""
+    return type(algorithm_name, (AlgorithmTrainable,), {
+        "algorithm_name": algorithm_name, "__module__": __name__,
+        "__doc__": f"The Tune trainable of offline-rl's {algorithm_name}."})
+
+
+def register_with_tune() -> None:
+    """Registers every registered algorithm as a Tune trainable under its name, and lets
+    ``param_space`` take a config object. Runs when this module is imported (by
+    ``offline_rl``, once ``ray.tune`` is); call it again after ``register_algorithm`` to add
+    algorithms registered later."""
+    _Config.register(AlgorithmConfig)
+    for name in registered_algorithms():
+        register_trainable(name, trainable_class(name))
+
+
+register_with_tune()

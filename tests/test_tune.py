@@ -1,0 +1,70 @@
+"""Ray Tune registration in fresh processes: either import order works, and offline-rl works
+without Ray Tune's extra dependencies (the Tune runs themselves are in test_seed_examples.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from offline_rl import BCConfig
+from offline_rl.algorithms.trainable import trial_bundles
+from offline_rl.errors import ConfigError
+
+RESOLVE_BC = ("from ray.tune.registry import get_trainable_cls\n"
+              "from ray.tune.tune import _Config\n"
+              "import offline_rl\n"
+              "assert get_trainable_cls('BC').__module__ == 'offline_rl.algorithms.trainable'\n"
+              "assert isinstance(offline_rl.BCConfig(), _Config)\n")
+
+
+def run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("first", ["import offline_rl", "import ray.tune"])
+def test_bc_is_a_tune_trainable_in_either_import_order(first):
+    finished = run_python(f"{first}\n{RESOLVE_BC}")
+    assert finished.returncode == 0, finished.stderr
+
+
+def test_offline_rl_works_without_ray_tune_and_never_imports_it():
+    """``pydantic`` is one of ray[tune]'s dependencies that ray[data] lacks."""
+    finished = run_python(
+        "import sys, importlib.abc\n"
+        "class Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pydantic':\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        "from offline_rl import BCConfig\n"
+        "config = BCConfig().environment('CartPole-v1').offline_data(input_='x')\n"
+        "config.validate()\n"
+        "import offline_rl.algorithms.bc\n"
+        "assert 'ray.tune' not in sys.modules\n"
+        "try:\n"
+        "    import ray.tune\n"
+        "except ImportError:\n"
+        "    print('no tune')\n")
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip() == "no tune"
+
+
+def test_a_trial_reserves_what_it_starts():
+    config = (BCConfig().offline_data(map_batches_kwargs={"concurrency": (1, 3), "num_cpus": 2})
+              .learners(num_learners=2)
+              .evaluation(evaluation_num_env_runners=2))
+    # itself | read + 3 PreLearners x 2 + 2 learners x 1 + 2 runners x 1
+    assert trial_bundles(config) == [{"CPU": 1.0}, {"CPU": 11.0}]
+    config.learners(num_learners=0, num_gpus_per_learner=1).resources(num_cpus_for_main_process=2)
+    assert trial_bundles(config) == [{"CPU": 2.0, "GPU": 1.0}, {"CPU": 9.0}]
+
+
+def test_parallel_evaluation_needs_evaluation_runners():
+    config = (BCConfig().environment("CartPole-v1").offline_data(input_="x")
+              .evaluation(evaluation_interval=1, evaluation_parallel_to_training=True))
+    with pytest.raises(ConfigError, match=r"evaluation_parallel_to_training: needs "
+                                          r"evaluation_num_env_runners >= 1"):
+        config.validate()
