@@ -38,6 +38,8 @@ _HEADER_SIZE = struct.Struct("<I")
 _LZ4 = pa.Codec("lz4")  # the LZ4 frame format, as RLlib writes
 #: LZ4 expands at most ~255-fold, so a larger claimed size is corrupt (or a decompression bomb).
 _MAX_RATIO = 256
+#: Most bytes one compressed value (one observation, say) may decompress to.
+MAX_VALUE_BYTES = 256 * 1024 * 1024
 #: dtype kinds a compressed value may have: bool, integers, floats, complex, bytes, str.
 _KINDS = "biufcSU"
 _REWRITE = ("Re-write the column with plain numpy arrays, e.g. with "
@@ -158,9 +160,15 @@ class _NumpyUnpickler(pickle.Unpickler):
         raise _Refused(f"persistent id {pid!r}")
 
 
+class _TooLarge(ValueError):
+    """A value that would decompress beyond ``MAX_VALUE_BYTES``."""
+
+
 def _decompress(frame: bytes | memoryview, size: int) -> pa.Buffer:
     if size > _MAX_RATIO * len(frame):
         raise ValueError(f"{len(frame)} bytes cannot hold {size} uncompressed bytes")
+    if size > MAX_VALUE_BYTES:
+        raise _TooLarge(f"it claims {size} uncompressed bytes")
     raw = _LZ4.decompress(frame, decompressed_size=size)
     if raw.size != size:
         raise ValueError(f"{raw.size} bytes decompressed, {size} expected")
@@ -184,7 +192,16 @@ def unpack_rllib(value: str | bytes, where: str) -> np.ndarray:
         if len(framed) >= 14 and framed[4] & 0x08:  # the frame stores its content size
             pickled = _decompress(framed, int.from_bytes(framed[6:14], "little"))
         else:
-            pickled = pa.input_stream(pa.BufferReader(framed), compression="lz4").read()
+            limit = min(_MAX_RATIO * len(framed), MAX_VALUE_BYTES)
+            pickled = pa.input_stream(pa.BufferReader(framed), compression="lz4").read(limit + 1)
+            if len(pickled) > limit:
+                raise _TooLarge(f"it decompresses to more than {limit} bytes")
+    except _TooLarge as error:
+        raise CompressedDataError(
+            f"{where}: refused, {error}: more than offline_rl.compression.MAX_VALUE_BYTES "
+            f"({MAX_VALUE_BYTES}) or than LZ4 can expand it to (a damaged file or a "
+            "decompression bomb). Raise MAX_VALUE_BYTES if single values are that large"
+        ) from None
     except (ValueError, pa.ArrowException, OSError) as error:
         raise CompressedDataError(
             f"{where}: corrupt or truncated LZ4 frame ({error}); the value was damaged or cut "

@@ -59,6 +59,11 @@ class ResourceError(OfflineRLError, RuntimeError):
     """The cluster cannot hold what the config asks for (CPUs, GPUs, actors)."""
 
 
+class CheckpointWriteError(OfflineRLError, OSError):
+    """A checkpoint could not be written (a full disk, say); a previous checkpoint of the same
+    name is left as it was."""
+
+
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""

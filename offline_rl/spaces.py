@@ -2,6 +2,10 @@
 
 Arrays (``Box`` bounds, ``MultiDiscrete.nvec``) are stored as base64 text of the zlib-compressed
 ``.npy`` bytes and read back with ``allow_pickle=False``: nothing in a space dict is unpickled.
+Space dicts come from data files, so reading one is bounded: an array may not decompress beyond
+``MAX_ARRAY_BYTES`` nor beyond what the space's own ``shape`` needs (a few KB of zeros must not
+become gigabytes), bounds must have the space's shape, and ``Tuple``/``Dict`` nest at most
+``MAX_DEPTH`` deep.
 A ``MultiDiscrete`` with a nonzero ``start`` also gets a ``start`` array (RLlib drops it).
 
 Example:
@@ -24,6 +28,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+#: Most bytes one array of a space dict may decompress to.
+MAX_ARRAY_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of ``Tuple``/``Dict`` spaces read.
+MAX_DEPTH = 32
+#: Room for the ``.npy`` header besides the array's data.
+_NPY_HEADER_BYTES = 4096
 
 
 def space_to_dict(space: gym.Space | None) -> dict | None:
@@ -58,16 +69,19 @@ def space_from_dict(d: dict | None) -> gym.Space | None:
 
     Raises ``ValueError`` naming the offending field when ``d`` is malformed.
     """
-    return None if d is None else _from_dict(d, "space")
+    return None if d is None else _from_dict(d, "space", 0)
 
 
 class _SpaceError(ValueError):
     """A malformed space dict; the message starts with the path of the offending field."""
 
 
-def _from_dict(d: Any, path: str) -> gym.Space:
+def _from_dict(d: Any, path: str, depth: int) -> gym.Space:
     if not isinstance(d, dict):
         raise _SpaceError(f"{path}: expected a space dict, got {type(d).__name__}")
+    if depth > MAX_DEPTH:
+        raise _SpaceError(f"{path}: spaces nested more than {MAX_DEPTH} deep; not a space an "
+                          "env defines (a damaged or hostile file?)")
     name = _field(d, "space", path)
     build = _BUILDERS.get(name) if isinstance(name, str) else None
     if build is None:
@@ -75,49 +89,52 @@ def _from_dict(d: Any, path: str) -> gym.Space:
             f"{path}.space: unknown space type {name!r}; known: {sorted(_BUILDERS)}"
         )
     try:
-        return build(d, path)
+        return build(d, path, depth)
     except _SpaceError:
         raise
     except (TypeError, ValueError, AssertionError) as error:
         raise _SpaceError(f"{path}: malformed {name!r} space: {error}") from None
 
 
-def _box(d: dict, path: str) -> gym.spaces.Box:
-    return gym.spaces.Box(
-        low=_decode_array(d, "low", path), high=_decode_array(d, "high", path),
-        shape=tuple(_field(d, "shape", path)), dtype=_dtype(d, path),
-    )
+def _box(d: dict, path: str, depth: int) -> gym.spaces.Box:
+    shape = _shape(d, "shape", path)
+    dtype = _dtype(d, path)
+    return gym.spaces.Box(low=_decode_array(d, "low", path, shape, dtype),
+                          high=_decode_array(d, "high", path, shape, dtype),
+                          shape=shape, dtype=dtype)
 
 
-def _discrete(d: dict, path: str) -> gym.spaces.Discrete:
+def _discrete(d: dict, path: str, depth: int) -> gym.spaces.Discrete:
     return gym.spaces.Discrete(_field(d, "n", path), start=d.get("start", 0))
 
 
-def _multi_binary(d: dict, path: str) -> gym.spaces.MultiBinary:
+def _multi_binary(d: dict, path: str, depth: int) -> gym.spaces.MultiBinary:
     return gym.spaces.MultiBinary(_field(d, "n", path))
 
 
-def _multi_discrete(d: dict, path: str) -> gym.spaces.MultiDiscrete:
-    start = _decode_array(d, "start", path) if "start" in d else None
-    return gym.spaces.MultiDiscrete(_decode_array(d, "nvec", path), dtype=_dtype(d, path),
-                                    start=start)
+def _multi_discrete(d: dict, path: str, depth: int) -> gym.spaces.MultiDiscrete:
+    nvec = _decode_array(d, "nvec", path)
+    start = _decode_array(d, "start", path, nvec.shape) if "start" in d else None
+    return gym.spaces.MultiDiscrete(nvec, dtype=_dtype(d, path), start=start)
 
 
-def _tuple(d: dict, path: str) -> gym.spaces.Tuple:
+def _tuple(d: dict, path: str, depth: int) -> gym.spaces.Tuple:
     spaces = _field(d, "spaces", path)
     if not isinstance(spaces, list):
         raise _SpaceError(f"{path}.spaces: expected a list, got {type(spaces).__name__}")
-    return gym.spaces.Tuple([_from_dict(s, f"{path}.spaces[{i}]") for i, s in enumerate(spaces)])
+    return gym.spaces.Tuple([_from_dict(s, f"{path}.spaces[{i}]", depth + 1)
+                             for i, s in enumerate(spaces)])
 
 
-def _dict(d: dict, path: str) -> gym.spaces.Dict:
+def _dict(d: dict, path: str, depth: int) -> gym.spaces.Dict:
     spaces = _field(d, "spaces", path)
     if not isinstance(spaces, dict):
         raise _SpaceError(f"{path}.spaces: expected a dict, got {type(spaces).__name__}")
-    return gym.spaces.Dict({k: _from_dict(s, f"{path}.spaces.{k}") for k, s in spaces.items()})
+    return gym.spaces.Dict({k: _from_dict(s, f"{path}.spaces.{k}", depth + 1)
+                            for k, s in spaces.items()})
 
 
-_BUILDERS: dict[str, Callable[[dict, str], gym.Space]] = {
+_BUILDERS: dict[str, Callable[[dict, str, int], gym.Space]] = {
     "box": _box,
     "discrete": _discrete,
     "multi-binary": _multi_binary,
@@ -146,10 +163,38 @@ def _encode_array(array: np.ndarray) -> str:
     return base64.b64encode(zlib.compress(buffer.getvalue())).decode("ascii")
 
 
-def _decode_array(d: dict, key: str, path: str) -> np.ndarray:
+def _shape(d: dict, key: str, path: str) -> tuple[int, ...]:
+    shape = _field(d, key, path)
+    if not isinstance(shape, list | tuple) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
+        raise _SpaceError(f"{path}.{key}: expected a list of sizes, got {shape!r}")
+    return tuple(shape)
+
+
+def _decode_array(d: dict, key: str, path: str, shape: tuple[int, ...] | None = None,
+                  dtype: np.dtype | None = None) -> np.ndarray:
+    """The array at ``d[key]``, decompressed to at most ``MAX_ARRAY_BYTES`` and, when the
+    space's ``shape`` is known, to what an array of that shape needs; refused unless its shape
+    is ``shape``."""
     text = _field(d, key, path)
+    limit = MAX_ARRAY_BYTES
+    if shape is not None:
+        itemsize = max(8, dtype.itemsize if dtype is not None else 8)
+        limit = min(limit, int(np.prod(shape, dtype=np.float64)) * itemsize + _NPY_HEADER_BYTES)
     try:
-        raw = zlib.decompress(base64.b64decode(text, validate=True))
-        return np.load(io.BytesIO(raw), allow_pickle=False)
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(base64.b64decode(text, validate=True), limit + 1)
+        if len(raw) > limit:
+            raise _SpaceError(
+                f"{path}.{key}: decompresses to more than {limit} bytes, more than "
+                + (f"a {shape} array needs" if shape is not None else "any space's bounds need")
+                + " (a damaged or hostile file?)")
+        array = np.load(io.BytesIO(raw), allow_pickle=False)
     except (TypeError, ValueError, binascii.Error, zlib.error, EOFError) as error:
+        if isinstance(error, _SpaceError):
+            raise
         raise _SpaceError(f"{path}.{key}: not a base64 zlib .npy array: {error}") from None
+    if shape is not None and array.shape != shape:
+        raise _SpaceError(f"{path}.{key}: an array of shape {array.shape}, but the space's "
+                          f"shape is {shape}")
+    return array

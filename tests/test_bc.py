@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -122,3 +123,36 @@ def test_algorithms_in_a_row_give_back_every_resource(ray_session, bc_config):
         with bc_config.build() as algo:
             algo.train()
         assert ray.available_resources().get("CPU") == total
+
+
+def test_a_checkpoint_that_does_not_fit_on_disk_says_so_and_keeps_the_older_one(tmp_path):
+    """Issue 17: a full disk surfaced as torch's "unexpected pos ..." and left a staging folder.
+    A file-size limit (RLIMIT_FSIZE) stands in for the full disk, in a child process."""
+    script = f"""
+import resource, signal
+import gymnasium as gym, numpy as np
+from offline_rl import BCConfig
+from offline_rl.algorithms.bc.bc_learner import BCTorchLearner
+from offline_rl.algorithms.checkpoint import write_checkpoint
+from offline_rl.errors import CheckpointWriteError
+
+config = BCConfig().rl_module(model_config={{"fcnet_hiddens": [256, 256]}})
+spec = config.get_rl_module_spec(gym.spaces.Box(-1, 1, (4,), np.float32), gym.spaces.Discrete(2))
+learner = BCTorchLearner(config.learner_config(spec))
+write_checkpoint({str(tmp_path / "ckpt")!r}, learner, config, {{"iteration": 1}})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))
+try:
+    write_checkpoint({str(tmp_path / "ckpt")!r}, learner, config, {{"iteration": 2}})
+except CheckpointWriteError as error:
+    print(error)
+"""
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    assert re.match(rf"could not write the checkpoint {re.escape(str(tmp_path / 'ckpt'))} "
+                    r"\(.*\); [\d.]+ MiB are free on its disk\. Free space or save elsewhere; "
+                    "an older checkpoint there is intact", finished.stdout)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ckpt"]  # no staging left
+    assert json.loads((tmp_path / "ckpt" / "algorithm_state.json").read_text()) == {
+        "iteration": 1}

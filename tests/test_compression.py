@@ -380,3 +380,25 @@ def test_decompress_column_names_the_bad_row():
     values = [pack_array(np.zeros(3)), "not compressed"]
     with pytest.raises(CompressedDataError, match="file x, column 'obs', row 1: "):
         decompress_column(values, "obs", "file x")
+
+
+@pytest.mark.parametrize("size_in_frame", [True, False])
+def test_values_that_decompress_beyond_the_cap_are_refused(monkeypatch, size_in_frame):
+    """Issue 17: a value's decompressed size is bounded whether or not its LZ4 frame states it
+    (RLlib's frames do; a hand-made one need not)."""
+    monkeypatch.setattr(compression, "MAX_VALUE_BYTES", 10_000)
+    array = np.zeros(100_000)
+    if size_in_frame:  # as RLlib's pack writes it (lz4.frame stores the size by default)
+        import lz4.frame
+
+        value = base64.b64encode(lz4.frame.compress(pickle.dumps(array, protocol=5))).decode()
+        message = r"claims 800139 uncompressed bytes"
+    else:
+        sink = pa.BufferOutputStream()
+        with pa.output_stream(sink, compression="lz4") as stream:
+            stream.write(pickle.dumps(array, protocol=5))
+        value = base64.b64encode(sink.getvalue().to_pybytes()).decode()
+        message = r"decompresses to more than 10000 bytes"
+    with pytest.raises(CompressedDataError, match=rf"row 3: refused, it {message}: more than "
+                                                   r".*MAX_VALUE_BYTES \(10000\).*bomb"):
+        unpack_rllib(value, "row 3")

@@ -135,6 +135,16 @@ def test_an_action_outside_the_space_is_named(tmp_path):
         OfflinePreLearner(episodes_config(tmp_path), SPACES)(episodes_table([episode]))
 
 
+def test_an_episode_recorded_with_another_space_is_named(tmp_path):
+    """Issue 17: the space stored with an episode must agree with the configured env's."""
+    episode = make_episode("pendulum", 5)
+    episode.observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    with pytest.raises(DataFormatError, match=r"episode pendulum was recorded with the "
+                                              r"observation space Box\(-1\.0, 1\.0, \(3,\), "
+                                              r"float32\), but the config's is Box\(.*\(4,\)"):
+        OfflinePreLearner(episodes_config(tmp_path), SPACES)(episodes_table([episode]))
+
+
 def test_an_unfinished_episode_trains_as_a_chunk_and_is_counted(ray_session, tmp_path):
     """RLlib's recordings may end with a chunk that is neither terminated nor truncated."""
     import ray

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray.data
 
-from offline_rl import OfflineData
+from offline_rl import Algorithm, OfflineData
 from offline_rl.data.input_reader import (
     check_parquet_columns,
     input_paths,
@@ -150,14 +150,33 @@ def test_offline_data_checks_s3_input_before_any_ray_work(bc_config, s3_data, s3
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("given_as", ["name", "instance"])
-def test_bc_trains_on_s3_data(ray_session, bc_config, s3_data, s3_kwargs, given_as):
+def test_bc_trains_on_s3_data(ray_session, bc_config, s3_data, s3_kwargs, given_as, tmp_path,
+                              monkeypatch):
     filesystem = ({"input_filesystem": "s3", "input_filesystem_kwargs": s3_kwargs}
                   if given_as == "name" else {"input_filesystem": pafs.S3FileSystem(**s3_kwargs)})
     config = bc_config.offline_data(input_=f"{s3_data}/cartpole", **filesystem)
     with config.build() as algo:
         results = [algo.train()["learners"]["__all_modules__"] for _ in range(2)]
+        if given_as == "name":
+            checkpoint = algo.save_to_path(tmp_path / "checkpoint")
     assert [result["num_env_steps_trained"] for result in results] == [512, 512]
     assert results[-1]["num_env_steps_trained_lifetime"] == 1024
+    if given_as == "instance":
+        return
+    # The keys are not on disk; restored, the S3 filesystem finds them in the environment.
+    saved = (tmp_path / "checkpoint" / "config.yaml").read_text()
+    assert s3_kwargs["secret_key"] not in saved.replace("secret_key", "")
+    assert saved.startswith("# Credentials are never saved: input_filesystem_kwargs"
+                            "['access_key'], input_filesystem_kwargs['secret_key']")
+    assert s3_kwargs["endpoint_override"] in saved  # not a credential: kept
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_kwargs["access_key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_kwargs["secret_key"])
+    with pytest.warns(UserWarning, match=r"holds no input_filesystem_kwargs \['access_key', "
+                                         r"'secret_key'\].*from the environment"):
+        restored = Algorithm.from_checkpoint(checkpoint)
+    with restored:
+        assert restored.train()["learners"]["__all_modules__"][
+            "num_env_steps_trained_lifetime"] == 1536
 
 
 @pytest.mark.timeout(120)

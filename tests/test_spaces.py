@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from offline_rl.codec import unpack_episode_state
-from offline_rl.spaces import space_from_dict, space_to_dict
+from offline_rl.spaces import MAX_ARRAY_BYTES, space_from_dict, space_to_dict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"
 
@@ -111,10 +112,60 @@ def test_malformed_fields_are_named():
     with pytest.raises(ValueError, match=r"space: malformed 'discrete' space"):
         space_from_dict({"space": "discrete", "n": "two"})
     nested = {"space": "tuple", "spaces": [{"space": "discrete", "n": 2}, {"space": "box"}]}
-    with pytest.raises(ValueError, match=r"space\.spaces\[1\]\.low: missing"):
+    with pytest.raises(ValueError, match=r"space\.spaces\[1\]\.shape: missing"):
         space_from_dict(nested)
     with pytest.raises(ValueError, match=r"space\.spaces: expected a dict"):
         space_from_dict({"space": "dict", "spaces": [1]})
+
+
+def _packed(array: np.ndarray) -> str:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return base64.b64encode(zlib.compress(buffer.getvalue())).decode("ascii")
+
+
+def _zeros_bomb(num_floats: int) -> str:
+    """The packed .npy of ``num_floats`` zeros, compressed chunk by chunk (never held whole)."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (num_floats,)})
+    deflate = zlib.compressobj(9)
+    parts = [deflate.compress(header.getvalue())]
+    chunk = bytes(1 << 20)
+    parts += [deflate.compress(chunk) for _ in range(num_floats * 8 >> 20)]
+    return base64.b64encode(b"".join(parts) + deflate.flush()).decode("ascii")
+
+
+def test_bounds_that_decompress_beyond_their_shape_are_refused_without_inflating():
+    """Issue 17: ~80 KB of zlib text that inflates to 80 MB of zeros, as a 4-float Box's low;
+    such bounds used to be decoded whole (GBs of RAM for bigger ones) and accepted."""
+    bomb = _zeros_bomb(10_000_000)
+    d = {**space_to_dict(gym.spaces.Box(-1, 1, (4,), np.float32)), "low": bomb}
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"space\.low: decompresses to more than 4128 bytes, "
+                                             r"more than a \(4,\) array needs"):
+            space_from_dict(d)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * 1024 * 1024
+    # A declared shape as big as the bomb is refused by the absolute cap instead.
+    huge = {**d, "shape": [10_000_000]}
+    with pytest.raises(ValueError, match=f"more than {MAX_ARRAY_BYTES} bytes"):
+        space_from_dict(huge)
+
+
+def test_bounds_of_another_shape_and_deep_nesting_are_refused():
+    d = space_to_dict(gym.spaces.Box(-1, 1, (4,), np.float32))
+    with pytest.raises(ValueError, match=r"space\.high: an array of shape \(3,\), but the "
+                                         r"space's shape is \(4,\)"):
+        space_from_dict({**d, "high": _packed(np.ones(3, np.float32))})
+    nested: dict = {"space": "discrete", "n": 2}
+    for _ in range(450):
+        nested = {"space": "tuple", "spaces": [nested]}
+    with pytest.raises(ValueError, match=r"nested more than 32 deep"):
+        space_from_dict(nested)
 
 
 def test_pickled_array_in_a_space_is_refused(tmp_path: Path):

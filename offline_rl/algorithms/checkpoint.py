@@ -2,49 +2,111 @@
 
 Checkpoints are written to a temporary folder and renamed into place, so a crash mid-write never
 leaves a half-written checkpoint under the final name. Loading reads tensors and plain data only.
+Credentials in ``input_filesystem_kwargs``/``output_filesystem_kwargs`` (options named like a
+key, secret, token, password or credential) are never written: ``config.yaml`` says which were
+left out, and a restored config takes them from the environment (``AWS_ACCESS_KEY_ID``, ...)
+unless the config is passed again.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
 from typing import Any
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-from offline_rl.errors import ConfigError, DataNotFoundError
+from offline_rl.errors import CheckpointWriteError, ConfigError, DataNotFoundError
 
 CONFIG_FILE = "config.yaml"
 LEARNER_STATE_FILE = "learner_state.pt"
 ALGORITHM_STATE_FILE = "algorithm_state.json"
 #: Key of ``algorithm_state.json`` saying why the config could not be saved.
 NO_CONFIG_KEY = "config_not_saved"
+#: Filesystem options never written to a checkpoint, by name.
+CREDENTIAL_OPTION = re.compile(r"key|secret|token|password|credential", re.IGNORECASE)
+#: What ``config.yaml`` holds in place of a credential.
+NOT_SAVED = "<credential, not saved>"
+FILESYSTEM_OPTIONS = ("input_filesystem_kwargs", "output_filesystem_kwargs")
 
 
 def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
                      algorithm_state: dict[str, Any]) -> Path:
-    """Writes a checkpoint folder at ``path`` (replacing an older one); returns the path."""
+    """Writes a checkpoint folder at ``path`` (replacing an older one); returns the path.
+
+    Raises ``CheckpointWriteError`` naming the path and the free space when the files cannot
+    be written (a full disk, say): the staging folder is removed and an older checkpoint at
+    ``path`` stays as it was."""
     target = Path(path)
     staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    learner.save_state(staging / LEARNER_STATE_FILE)
     try:
-        config.to_yaml(staging / CONFIG_FILE)
-    except ConfigError as error:  # e.g. a lambda as env creator: YAML cannot hold it
-        algorithm_state = {**algorithm_state, NO_CONFIG_KEY: error.message}
-        warnings.warn(f"checkpoint {target} has no {CONFIG_FILE}: {error.message}. Loading it "
-                      "will need the config: Algorithm.from_checkpoint(path, config=...)",
-                      UserWarning, stacklevel=3)
-    (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
+        staging.mkdir(parents=True)
+        _write_files(staging, learner, config, algorithm_state, target)
+    except (OSError, RuntimeError) as error:  # torch reports a full disk as a RuntimeError
+        shutil.rmtree(staging, ignore_errors=True)
+        free = shutil.disk_usage(target.parent if target.parent.exists() else Path.cwd()).free
+        raise CheckpointWriteError(
+            f"could not write the checkpoint {target} ({error}); {free / 2**20:.1f} MiB are free "
+            "on its disk. Free space or save elsewhere; an older checkpoint there is intact"
+        ) from None
     previous = target.with_name(f"{target.name}.old-{os.getpid()}")
     if target.exists():
         target.rename(previous)
     staging.rename(target)
     shutil.rmtree(previous, ignore_errors=True)
     return target
+
+
+def _write_config(config: AlgorithmConfig, file: Path) -> None:
+    """``config`` as YAML, credentials left out (and listed in a comment at the top)."""
+    config = config.copy()
+    left_out = []
+    for field in FILESYSTEM_OPTIONS:
+        options = dict(getattr(config, field))
+        for name in options:
+            if CREDENTIAL_OPTION.search(name):
+                options[name] = NOT_SAVED
+                left_out.append(f"{field}[{name!r}]")
+        setattr(config, field, options)
+    config.to_yaml(file)
+    if left_out:
+        file.write_text(f"# Credentials are never saved: {', '.join(left_out)}. On restore they "
+                        "come from the environment, or pass the config again.\n"
+                        + file.read_text())
+
+
+def _without_credentials(config: AlgorithmConfig, path: str | Path) -> AlgorithmConfig:
+    """Drops the options ``_write_config`` left out, so the filesystem looks for credentials
+    in the environment, and says so."""
+    for field in FILESYSTEM_OPTIONS:
+        options = getattr(config, field)
+        left_out = [name for name, value in options.items() if value == NOT_SAVED]
+        if left_out:
+            setattr(config, field, {name: value for name, value in options.items()
+                                    if name not in left_out})
+            warnings.warn(f"checkpoint {path} holds no {field} {left_out} (credentials are never "
+                          "saved): the filesystem takes them from the environment (e.g. "
+                          "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); to give them, pass the "
+                          "config: Algorithm.from_checkpoint(path, config=...)", UserWarning,
+                          stacklevel=3)
+    return config
+
+
+def _write_files(staging: Path, learner: Any, config: AlgorithmConfig,
+                 algorithm_state: dict[str, Any], target: Path) -> None:
+    learner.save_state(staging / LEARNER_STATE_FILE)
+    try:
+        _write_config(config, staging / CONFIG_FILE)
+    except ConfigError as error:  # e.g. a lambda as env creator: YAML cannot hold it
+        algorithm_state = {**algorithm_state, NO_CONFIG_KEY: error.message}
+        warnings.warn(f"checkpoint {target} has no {CONFIG_FILE}: {error.message}. Loading it "
+                      "will need the config: Algorithm.from_checkpoint(path, config=...)",
+                      UserWarning, stacklevel=4)
+    (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
 
 
 def read_algorithm_state(path: str | Path) -> dict[str, Any]:
@@ -59,7 +121,7 @@ def read_config(path: str | Path) -> AlgorithmConfig:
         reason = read_algorithm_state(path).get(NO_CONFIG_KEY, "it was not saved")
         raise DataNotFoundError(f"{path} has no {CONFIG_FILE} ({reason}); pass the config: "
                                 "Algorithm.from_checkpoint(path, config=...)")
-    return AlgorithmConfig.from_yaml(config_file)
+    return _without_credentials(AlgorithmConfig.from_yaml(config_file), path)
 
 
 def learner_state_file(path: str | Path) -> Path:

@@ -94,6 +94,12 @@ class LearnerGroup:
                     f"{n} learner(s) x {amount:g} {name} need {n * amount:g} {name}, but the "
                     f"Ray cluster has {cluster.get(name, 0):g}. Lower num_learners or "
                     f"num_{name.lower()}s_per_learner, or add {name}s to the cluster.")
+        if not gpus and n > cluster.get("CPU", 0):
+            raise ResourceError(
+                f"num_learners={n} learner processes would share {cluster.get('CPU', 0):g} CPUs "
+                "(each runs torch and its own data stream, so at most one per CPU makes "
+                "progress); Ray would start them all and wait. Lower num_learners to at most "
+                "the CPU count, or add CPUs or GPUs.")
         options: list[dict[str, Any]] = [scheduling_options()] * n
         if bundle and not options[0]:  # in a Tune trial, the trial's group holds them
             self._placement_group = placement_group([bundle] * n,

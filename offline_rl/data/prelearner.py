@@ -317,6 +317,16 @@ class OfflinePreLearner:
     def _check_episode(self, episode: SingleAgentEpisode, where: str) -> bool:
         """Raises on values of the wrong type or outside the spaces (the same checks as for
         tabular rows); False when non-finite values should be dropped."""
+        for kind, recorded, configured in (
+                ("observation", episode.observation_space, self.observation_space),
+                ("action", episode.action_space, self.action_space)):
+            if recorded is not None and configured is not None and (
+                    type(recorded) is not type(configured)
+                    or recorded.shape != configured.shape):
+                raise DataFormatError(
+                    f"{where} was recorded with the {kind} space {recorded}, but the config's "
+                    f"is {configured}; was it recorded in another env? Set "
+                    f"config.environment({kind}_space=...) to the recording's space")
         observations = observations_as_space_dtype(
             np.asarray(episode.observations.data), self.observation_space, where)
         episode.observations.data = observations
