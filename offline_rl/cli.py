@@ -306,13 +306,14 @@ def _convert(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from offline_rl.inspection import inspect_dataset, plot_returns
 
-    action_space = None
+    action_space = observation_space = None
     if args.env is not None:
         import gymnasium as gym
 
         with gym.make(args.env) as env:
-            action_space = env.action_space
-    report = inspect_dataset(args.path, action_space=action_space)
+            action_space, observation_space = env.action_space, env.observation_space
+    report = inspect_dataset(args.path, action_space=action_space,
+                             observation_space=observation_space)
     if args.plot is not None:
         plot_returns(report["returns"], str(args.plot), title=args.path)
     print(json.dumps({key: value for key, value in report.items() if key != "returns"}))

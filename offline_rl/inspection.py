@@ -40,7 +40,7 @@ from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
-from offline_rl.formats.checks import check_actions
+from offline_rl.formats.checks import check_actions, observations_outside
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.episode_rows import DONES
 from offline_rl.formats.tabular import column_to_numpy
@@ -109,7 +109,8 @@ def find_data_files(path: str, filesystem: pafs.FileSystem,
 
 def inspect_dataset(path: str, *, input_read_method: str | None = None,
                     filesystem: str | pafs.FileSystem | None = None,
-                    action_space: gym.Space | None = None) -> dict[str, Any]:
+                    action_space: gym.Space | None = None,
+                    observation_space: gym.Space | None = None) -> dict[str, Any]:
     """Format, schema, episode count and return statistics of the dataset at ``path``.
 
     The format is ``"episodes"`` (Parquet with a binary ``item`` column), ``"tabular"`` (other
@@ -121,7 +122,9 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     ``episode_len_mean`` (``None`` without episodes), and ``returns`` (one per episode; an
     incomplete episode counts with the return so far).
     ``actions_out_of_bounds`` counts the actions outside a ``Box`` action space (``action_space``,
-    or each episode's own in the episodes format; ``None`` when there is no ``Box`` space).
+    or each episode's own in the episodes format; ``None`` when there is no ``Box`` space);
+    ``observations_out_of_bounds`` the timesteps whose observation lies outside a ``Box``
+    observation space (the same way; compressed observations are not decoded: ``None``).
     Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
     fields are ``None`` and ``returns`` is empty.
 
@@ -145,18 +148,19 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
             f"{path!r} holds {len(parquet)} Parquet and {len(files) - len(parquet)} JSON files; "
             "pass input_read_method='read_parquet' or 'read_json' to say which to inspect")
     if not parquet:
-        summary = _inspect_json(files, fs, action_space)
+        summary = _inspect_json(files, fs, action_space, observation_space)
     else:
         schema = pq.read_schema(files[0], filesystem=fs)
         item = schema.field("item").type if "item" in schema.names else None
         if item is not None and (pa.types.is_binary(item) or pa.types.is_large_binary(item)):
-            summary = _inspect_episodes(files, fs, schema, action_space)
+            summary = _inspect_episodes(files, fs, schema, action_space, observation_space)
         else:
-            summary = _inspect_tabular(files, fs, schema, action_space)
+            summary = _inspect_tabular(files, fs, schema, action_space, observation_space)
     return {"path": path, "format": summary["format"], "files": len(files),
             "schema": summary["schema"], "episodes": summary["episodes"],
             "steps": summary["steps"], "incomplete_episodes": summary["incomplete_episodes"],
             "actions_out_of_bounds": summary["actions_out_of_bounds"],
+            "observations_out_of_bounds": summary["observations_out_of_bounds"],
             **_statistics(summary), "returns": summary["returns"]}
 
 
@@ -167,22 +171,40 @@ def _out_of_bounds(actions: np.ndarray, space: gym.Space | None, where: str) -> 
     return int(check_actions(actions.reshape(len(actions), *space.shape), space, where).sum())
 
 
+def _obs_out_of_bounds(observations: np.ndarray, space: gym.Space | None) -> int | None:
+    """How many observations lie outside a ``Box`` space (``None`` for other spaces)."""
+    if not isinstance(space, gym.spaces.Box) or observations.dtype.kind not in "biuf":
+        return None
+    return int(observations_outside({Columns.OBS: observations}, space).sum())
+
+
+def _add(total: int | None, count: int | None) -> int | None:
+    return total if count is None else (total or 0) + count
+
+
 def _inspect_tabular(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
-                     action_space: gym.Space | None) -> dict[str, Any]:
+                     action_space: gym.Space | None,
+                     observation_space: gym.Space | None) -> dict[str, Any]:
     if Columns.REWARDS not in schema.names:
         raise DataFormatError(f"{files[0]} has no column 'rewards' (columns: {schema.names}); "
                               "tabular data needs one row per timestep with a 'rewards' column")
     dataset = pads.dataset(files, filesystem=fs, format="parquet", schema=schema)
+    observed = isinstance(observation_space, gym.spaces.Box) and Columns.OBS in schema.names
     wanted = [name for name in (Columns.EPS_ID, Columns.ACTIONS, Columns.REWARDS,
                                 Columns.TERMINATEDS, Columns.TRUNCATEDS, DONES)
-              if name in schema.names]
+              if name in schema.names] + ([Columns.OBS] if observed else [])
     table = dataset.to_table(columns=wanted)
-    outside = None
+    outside = obs_outside = None
     if Columns.ACTIONS in table.column_names:
         actions = column_to_numpy(table.column(Columns.ACTIONS), Columns.ACTIONS)
         outside = _out_of_bounds(actions, action_space, files[0])
+    obs_type = schema.field(Columns.OBS).type if observed else None
+    if observed and not (pa.types.is_binary(obs_type) or pa.types.is_string(obs_type)):
+        observations = column_to_numpy(table.column(Columns.OBS), Columns.OBS)
+        obs_outside = _obs_out_of_bounds(observations, observation_space)
     summary = {"format": "tabular", "schema": _schema_types(schema), "steps": table.num_rows,
-               "actions_out_of_bounds": outside}
+               "actions_out_of_bounds": outside,
+               "observations_out_of_bounds": obs_outside}
     if Columns.EPS_ID not in schema.names:
         return {**summary, "episodes": None, "incomplete_episodes": None, "returns": [],
                 "lengths": []}
@@ -209,8 +231,9 @@ def _per_episode(eps_ids: pa.Array | pa.ChunkedArray, rewards: pa.Array | pa.Chu
 
 
 def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
-                      action_space: gym.Space | None) -> dict[str, Any]:
-    returns, lengths, incomplete, outside = [], [], 0, None
+                      action_space: gym.Space | None,
+                      observation_space: gym.Space | None) -> dict[str, Any]:
+    returns, lengths, incomplete, outside, obs_outside = [], [], 0, None, None
     for file in files:
         with fs.open_input_file(file) as stream:
             for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
@@ -219,18 +242,21 @@ def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
                     returns.append(episode.get_return())
                     lengths.append(len(episode))
                     incomplete += not episode.is_done
-                    counted = _out_of_bounds(np.asarray(episode.get_actions()),
-                                             action_space or episode.action_space, file)
-                    if counted is not None:
-                        outside = (outside or 0) + counted
+                    outside = _add(outside, _out_of_bounds(
+                        np.asarray(episode.get_actions()),
+                        action_space or episode.action_space, file))
+                    obs_outside = _add(obs_outside, _obs_out_of_bounds(
+                        np.asarray(episode.get_observations())[:-1],
+                        observation_space or episode.observation_space))
     return {"format": "episodes", "schema": _schema_types(schema), "steps": sum(lengths),
             "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns,
-            "lengths": lengths, "actions_out_of_bounds": outside}
+            "lengths": lengths, "actions_out_of_bounds": outside,
+            "observations_out_of_bounds": obs_outside}
 
 
-def _inspect_json(files: list[str], fs: pafs.FileSystem,
-                  action_space: gym.Space | None) -> dict[str, Any]:
-    ids, rewards, done, schema, outside = [], [], [], {}, None
+def _inspect_json(files: list[str], fs: pafs.FileSystem, action_space: gym.Space | None,
+                  observation_space: gym.Space | None) -> dict[str, Any]:
+    ids, rewards, done, schema, outside, obs_outside = [], [], [], {}, None, None
     for file in files:
         for line_number, row in json_lines(file, fs):
             where = f"{file}, line {line_number}"
@@ -247,9 +273,11 @@ def _inspect_json(files: list[str], fs: pafs.FileSystem,
                 raise DataFormatError(f"{where}: fields eps_id, rewards and the done flags have "
                                       "different lengths; each needs one value per timestep")
             if Columns.ACTIONS in row:
-                counted = _out_of_bounds(_json_field(row, Columns.ACTIONS, where), action_space,
-                                         where)
-                outside = None if counted is None else (outside or 0) + counted
+                outside = _add(outside, _out_of_bounds(_json_field(row, Columns.ACTIONS, where),
+                                                       action_space, where))
+            if Columns.OBS in row and isinstance(observation_space, gym.spaces.Box):
+                obs_outside = _add(obs_outside, _obs_out_of_bounds(
+                    _json_field(row, Columns.OBS, where), observation_space))
             ids.extend(str(value) for value in row_ids)
             rewards.append(row_rewards.astype(np.float64))
             done.append(flags)
@@ -258,7 +286,8 @@ def _inspect_json(files: list[str], fs: pafs.FileSystem,
                                pa.array(np.concatenate(rewards) if rewards else [], pa.float64()),
                                pa.array(np.concatenate(done) if done else [], pa.bool_()))
     return {"format": "sample_batch_json", "schema": schema, "steps": steps,
-            "actions_out_of_bounds": outside, **per_episode}
+            "actions_out_of_bounds": outside, "observations_out_of_bounds": obs_outside,
+            **per_episode}
 
 
 def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, dict]]:

@@ -30,8 +30,10 @@ pytestmark = pytest.mark.timeout(120)
 def rows(count: int = 8, **overrides) -> pa.Table:
     columns = {
         "eps_id": ["a"] * count, "t": list(range(count)),
-        "obs": np.arange(count * 4, dtype=np.float32).reshape(count, 4).tolist(),
-        "new_obs": np.arange(4, count * 4 + 4, dtype=np.float32).reshape(count, 4).tolist(),
+        # Small, so that they lie inside CartPole's observation space too.
+        "obs": (np.arange(count * 4, dtype=np.float32).reshape(count, 4) / 1e4).tolist(),
+        "new_obs": (np.arange(4, count * 4 + 4, dtype=np.float32).reshape(count, 4)
+                    / 1e4).tolist(),
         "actions": [i % 2 for i in range(count)], "rewards": [1.0] * count,
         "terminateds": [False] * (count - 1) + [True],
     }
@@ -92,6 +94,24 @@ def test_nonfinite_rows_can_be_dropped_and_counted(ray_session, tmp_path, bc_con
         batch = data.sample()
         assert sorted(batch["obs"][:, 0] // 4) == [0, 1, 2, 3, 4, 6, 7]
         assert data.counts(wait=True) == {"nonfinite_rows": 1}
+    finally:
+        data.stop()
+
+
+def test_observations_outside_the_space_can_be_dropped_and_counted(ray_session, tmp_path,
+                                                                  bc_config):
+    cartpole = (gym.make("CartPole-v1").observation_space, gym.spaces.Discrete(2))
+    observations = np.zeros((8, 4), np.float32)
+    observations[5, 2] = 1000.0  # the pole angle is bounded by 0.42 rad
+    pq.write_table(rows(obs=observations.tolist(), new_obs=np.zeros((8, 4)).tolist()),
+                   tmp_path / "part.parquet")
+    config = bc_config.training(train_batch_size_per_learner=7).offline_data(
+        input_=str(tmp_path), input_obs_bounds="drop",
+        iter_batches_kwargs={"local_shuffle_buffer_size": None})
+    data = OfflineData(config, cartpole).start()
+    try:
+        assert len(data.sample()["obs"]) == 7
+        assert data.counts(wait=True) == {"out_of_bounds_rows": 1}
     finally:
         data.stop()
 
@@ -169,6 +189,8 @@ def write_format(folder: Path, source: str, defect: str) -> dict:
     elif defect == "string_rewards":
         rewards = np.array(["abc"] * steps)
     observations = np.zeros((steps + 1, 4), np.float32)
+    if defect == "obs_outside":  # issue 17: x1e30 in CartPole trained to a useless policy
+        observations[4, 0] = 1e30
     folder.mkdir()
     if source == "episodes":
         state = SingleAgentEpisode("e0", observations=observations, actions=actions,
@@ -195,6 +217,8 @@ def write_format(folder: Path, source: str, defect: str) -> dict:
     ("nan_reward", r"column 'rewards' holds NaN or inf in row 4"),
     ("discrete_action_outside", r"action 3 in row 4 is outside the action space Discrete\(2\)"),
     ("string_rewards", r"column 'rewards' holds strings"),
+    ("obs_outside", r"column '(new_)?obs' in row [34] holds array\(\[1\.e\+30, .* outside the "
+                    r"observation space Box.*input_obs_bounds='drop'"),
 ])
 def test_every_format_gets_the_same_checks(ray_session, tmp_path, bc_config, source, defect,
                                            expected):

@@ -153,3 +153,25 @@ def test_plot_returns_without_matplotlib_says_what_to_install(monkeypatch, tmp_p
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install 'offline-rl\[plot\]'"):
         plot_returns([1.0, 2.0], str(tmp_path / "returns.png"), "returns")
+
+
+def test_observations_outside_the_space_are_counted_in_every_format(tmp_path):
+    """Issue 17: x1e30 observations used to pass unnoticed; with the env's spaces, inspection
+    counts them (RLlib's recordings hold none)."""
+    import gymnasium as gym
+
+    space = gym.make("CartPole-v1").observation_space
+    assert inspect_dataset(str(TABULAR), observation_space=space)[
+        "observations_out_of_bounds"] == 0
+    table = pa.concat_tables(pq.read_table(file) for file in sorted(TABULAR.rglob("*.parquet")))
+    observations = np.zeros((len(table), 4), np.float32)
+    observations[[2, 5], 0] = 1e30
+    pq.write_table(table.set_column(table.schema.get_field_index("obs"), "obs",
+                                    pa.array(observations.tolist(), pa.list_(pa.float32()))),
+                   tmp_path / "part.parquet")
+    assert inspect_dataset(str(tmp_path), observation_space=space)[
+        "observations_out_of_bounds"] == 2
+    assert inspect_dataset(str(EPISODES), observation_space=space)[
+        "observations_out_of_bounds"] == 0
+    assert inspect_dataset(str(SAMPLE_BATCHES), observation_space=space)[
+        "observations_out_of_bounds"] == 0

@@ -188,7 +188,6 @@ def test_learners_and_prelearners_that_cannot_fit_fail_fast(indexed_data, ray_se
     with pytest.raises(ResourceError, match=r"num_learners=100 learner processes would share 2 "
                                             r"CPUs.*at most the CPU count"):
         indexed_config(indexed_data).learners(num_learners=100).build()
-    assert ray.available_resources().get("CPU") == 2
 
 
 def test_synced_module_loads_published_weights_every_period(ray_session):

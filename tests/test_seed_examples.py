@@ -43,7 +43,7 @@ from tests.test_filesystems import s3_kwargs  # noqa: F401  (the loopback S3 ser
 
 METRIC = f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
 #: Bounds each Tune run (the examples stop on the metric alone).
-MAX_ITERATIONS = 200
+MAX_ITERATIONS = 400
 SAMPLE_BATCHES = "tests/fixtures/rllib_cartpole_sample_batch_json"
 
 
@@ -112,14 +112,14 @@ def data_path(best_checkpoint, cartpole_data, tmp_path_factory) -> str:
     with pytest.raises(ResourceError, match=r"5 env runner\(s\) x 1 CPU need 5 CPU, but the "
                                             r"Ray cluster has 2; lower num_env_runners"):
         config.build()
-    # Sized to the test cluster: 2 runners sharing the CPUs, 10 episodes per evaluate().
-    config.evaluation(evaluation_num_env_runners=2, evaluation_duration=10).env_runners(
-        num_cpus_per_env_runner=0)
+    # Sized to the test cluster: 2 runners sharing the CPUs, 20 episodes per evaluate().
+    config.evaluation(evaluation_num_env_runners=2, evaluation_duration=20).env_runners(
+        num_cpus_per_env_runner=0).debugging(seed=0)
     algo = config.build()
     algo.restore_from_path(best_checkpoint, component=COMPONENT_RL_MODULE)
     for _ in range(2):
         eval_results = algo.evaluate()
-        assert eval_results[ENV_RUNNER_RESULTS]["num_episodes"] == 10
+        assert eval_results[ENV_RUNNER_RESULTS]["num_episodes"] == 20
     algo.stop()
     return data_path
 
@@ -129,7 +129,7 @@ def test_expert_recording_holds_whole_episodes_per_runner_folder(data_path):
         pafs.FileSelector(data_path, recursive=True)), key=lambda info: info.path)
     parquet = [info.path for info in files if info.path.endswith(".parquet")]
     assert {path.split("/")[-3] for path in parquet} == {"cartpole-v1"}
-    assert sum(pq.read_metadata(path).num_rows for path in parquet) == 20
+    assert sum(pq.read_metadata(path).num_rows for path in parquet) == 40
     assert all(pq.read_metadata(path).num_rows <= 25 for path in parquet)
 
 
@@ -179,12 +179,12 @@ def test_bc_on_saved_experiences_through_tune_with_a_grid_search(data_path, tmp_
     config = (bc_config(data_path, concurrency=1, num_cpus=0.5)
               .resources(num_cpus_for_main_process=0.5)
               .env_runners(num_cpus_per_env_runner=0)
-              .training(lr=tune.grid_search([0.001, 0.003]))
+              .training(lr=tune.grid_search([0.003, 0.01]))
               .debugging(seed=0))
     analysis = tune.Tuner("BC", param_space=config, run_config=run_config).fit()
 
     assert [result.error for result in analysis] == [None, None]
-    assert sorted(result.config["training"]["lr"] for result in analysis) == [0.001, 0.003]
+    assert sorted(result.config["training"]["lr"] for result in analysis) == [0.003, 0.01]
     best = analysis.get_best_result(metric=METRIC, mode="max")
     assert best.metrics[EVALUATION_RESULTS][ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN] >= 450
     with Algorithm.from_checkpoint(best.checkpoint.path) as algo:

@@ -107,6 +107,7 @@ class AlgorithmConfig:
         self.input_filesystem_kwargs: dict[str, Any] = {}
         self.input_compress_columns: list[str] = []
         self.input_nonfinite = "raise"
+        self.input_obs_bounds = "raise"
         self.input_action_bounds = "keep"
         self.materialize_data = False
         self.materialize_mapped_data = True
@@ -194,6 +195,7 @@ class AlgorithmConfig:
                      input_filesystem_kwargs: dict[str, Any] = NotProvided,
                      input_compress_columns: list[str] = NotProvided,
                      input_nonfinite: str = NotProvided,
+                     input_obs_bounds: str = NotProvided,
                      input_action_bounds: str = NotProvided,
                      materialize_data: bool = NotProvided,
                      materialize_mapped_data: bool = NotProvided,
@@ -216,9 +218,10 @@ class AlgorithmConfig:
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
-        API names; see README, 'Your data'). Two are offline-rl's own: ``input_nonfinite``, what
+        API names; see README, 'Your data'). Three are offline-rl's own: ``input_nonfinite``, what
         to do with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop
-        the row or episode and count it in the results); ``input_action_bounds``, what to do
+        the row or episode and count it in the results); ``input_obs_bounds``, the same for
+        observations outside a ``Box`` observation space; ``input_action_bounds``, what to do
         with ``Box`` actions outside the action space, ``"keep"`` (default: RLlib records the
         sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way.
         ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one

@@ -7,7 +7,11 @@ from typing import Any
 
 from offline_rl.errors import ConfigError
 from offline_rl.filesystems import resolve_filesystem
-from offline_rl.formats.checks import ACTION_BOUNDS_POLICIES, NONFINITE_POLICIES
+from offline_rl.formats.checks import (
+    ACTION_BOUNDS_POLICIES,
+    NONFINITE_POLICIES,
+    OBS_BOUNDS_POLICIES,
+)
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.recording.writer import WRITE_METHODS
 
@@ -69,6 +73,8 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           f"must be one of {NONFINITE_POLICIES}, got {config.input_nonfinite!r}")
     check(isinstance(config.prelearner_kwargs, dict), "prelearner_kwargs",
           f"must be a dict of keyword arguments, got {config.prelearner_kwargs!r}")
+    check(config.input_obs_bounds in OBS_BOUNDS_POLICIES, "input_obs_bounds",
+          f"must be one of {OBS_BOUNDS_POLICIES}, got {config.input_obs_bounds!r}")
     check(config.input_action_bounds in ACTION_BOUNDS_POLICIES, "input_action_bounds",
           f"must be one of {ACTION_BOUNDS_POLICIES}, got {config.input_action_bounds!r}")
     check(isinstance(config.input_compress_columns, list | tuple), "input_compress_columns",

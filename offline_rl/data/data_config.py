@@ -46,6 +46,7 @@ class DataConfig:
     input_filesystem_kwargs: dict[str, Any] = field(default_factory=dict)
     input_compress_columns: list[str] = field(default_factory=list)
     input_nonfinite: str = "raise"
+    input_obs_bounds: str = "raise"
     input_action_bounds: str = "keep"
     materialize_data: bool = False
     materialize_mapped_data: bool = True

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 import ray
 
 #: Ledger entries that count data dropped from training (the others count data kept).
-DROP_REASONS = ("duplicate_episodes", "empty_episodes", "nonfinite_episodes", "nonfinite_rows")
+DROP_REASONS = ("duplicate_episodes", "empty_episodes", "nonfinite_episodes", "nonfinite_rows",
+                "out_of_bounds_episodes", "out_of_bounds_rows")
 
 
 @ray.remote(num_cpus=0)

@@ -28,7 +28,9 @@ from offline_rl.formats.checks import (
     check_column_types,
     nonfinite_error,
     nonfinite_rows,
+    obs_bounds_error,
     observations_as_space_dtype,
+    observations_outside,
 )
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.formats.tabular import (
@@ -210,14 +212,20 @@ class OfflinePreLearner:
         columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, locate)
         del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
-        if not bad.any():
-            return columns
-        if self.config.input_nonfinite == "raise":
+        if bad.any() and self.config.input_nonfinite == "raise":
             if table is not None:
                 where = f"{where} ({_row_identity(table, bad)})"
             raise nonfinite_error(values, bad, where)
-        self._count({"nonfinite_rows": int(bad.sum())})
-        keep = ~bad
+        observations = {name: values[name] for name in (Columns.OBS, Columns.NEXT_OBS)}
+        outside = observations_outside(observations, self.observation_space) & ~bad
+        if outside.any() and self.config.input_obs_bounds == "raise":
+            if table is not None:
+                where = f"{where} ({_row_identity(table, outside)})"
+            raise obs_bounds_error(observations, outside, self.observation_space, where)
+        if not (bad.any() or outside.any()):
+            return columns
+        self._count({"nonfinite_rows": int(bad.sum()), "out_of_bounds_rows": int(outside.sum())})
+        keep = ~(bad | outside)
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
 
     def _bound_actions(self, actions: np.ndarray, where: str,
@@ -293,8 +301,9 @@ class OfflinePreLearner:
             if not len(episode):
                 drops["empty_episodes"] += 1
                 continue
-            if not self._check_episode(episode, where):
-                drops["nonfinite_episodes"] += 1
+            dropped_for = self._check_episode(episode, where)
+            if dropped_for:
+                drops[dropped_for] += 1
                 continue
             # An unfinished chunk (a recording stopped mid-episode) trains like any other: its
             # last transition is simply not terminal. It is counted, not dropped.
@@ -314,9 +323,10 @@ class OfflinePreLearner:
             return [False] * len(episodes)
         return ray.get(self.ledger.claim.remote([episode.id_ for episode in episodes], sources))
 
-    def _check_episode(self, episode: SingleAgentEpisode, where: str) -> bool:
+    def _check_episode(self, episode: SingleAgentEpisode, where: str) -> str | None:
         """Raises on values of the wrong type or outside the spaces (the same checks as for
-        tabular rows); False when non-finite values should be dropped."""
+        tabular rows); returns why the episode is to be dropped (non-finite values or
+        observations outside the space, under a ``"drop"`` policy), else ``None``."""
         for kind, recorded, configured in (
                 ("observation", episode.observation_space, self.observation_space),
                 ("action", episode.action_space, self.action_space)):
@@ -346,8 +356,14 @@ class OfflinePreLearner:
             if bad.any():
                 if self.config.input_nonfinite == "raise":
                     raise nonfinite_error(values, bad, where)
-                return False
-        return True
+                return "nonfinite_episodes"
+        outside = observations_outside({Columns.OBS: observations}, self.observation_space)
+        if outside.any():
+            if self.config.input_obs_bounds == "raise":
+                raise obs_bounds_error({Columns.OBS: observations}, outside,
+                                       self.observation_space, where)
+            return "out_of_bounds_episodes"
+        return None
 
     def _sample_episodes(self, episodes: list[SingleAgentEpisode],
                          sources: list[str]) -> dict[str, np.ndarray]:

@@ -7,6 +7,8 @@ fix it. Two findings follow a configured policy instead of always raising:
 
 * NaN/inf in observations or rewards: ``offline_data(input_nonfinite="raise" | "drop")``;
   ``nonfinite_rows`` returns the mask, so callers can drop and count such rows.
+* Observations outside a ``Box`` observation space's bounds (a scaled or foreign recording):
+  ``offline_data(input_obs_bounds="raise" | "drop")``, with ``observations_outside``.
 * ``Box`` actions outside the space's bounds: ``offline_data(input_action_bounds="keep" | "clip"
   | "raise")``. RLlib records the *sampled* action of a Gaussian policy and clips only what the
   env sees, so its recordings of continuous-action envs hold such actions: the default keeps
@@ -36,6 +38,8 @@ from offline_rl.errors import DataFormatError
 
 #: Values of ``offline_data(input_nonfinite=...)``.
 NONFINITE_POLICIES = ("raise", "drop")
+#: Values of ``offline_data(input_obs_bounds=...)``.
+OBS_BOUNDS_POLICIES = ("raise", "drop")
 #: Values of ``offline_data(input_action_bounds=...)``.
 ACTION_BOUNDS_POLICIES = ("keep", "clip", "raise")
 #: Columns an algorithm may train on: each must hold numbers (or booleans).
@@ -163,3 +167,40 @@ def nonfinite_error(columns: Mapping[str, np.ndarray], mask: np.ndarray,
         "all); clean the data, or drop and count such rows with "
         "config.offline_data(input_nonfinite='drop')"
     )
+
+
+def observations_outside(columns: Mapping[str, np.ndarray], space: gym.Space | None
+                         ) -> np.ndarray:
+    """A boolean mask of the rows where any observation column holds a value outside a ``Box``
+    space's bounds (NaN is left to ``nonfinite_rows``; other spaces, and columns a connector
+    reshaped, e.g. stacked frames: none).
+
+    Example:
+        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        >>> observations_outside({"obs": np.array([[0.0, 0.5], [0.0, 3e30]])}, box).tolist()
+        [False, True]
+    """
+    mask = np.zeros(len(next(iter(columns.values()))), dtype=bool)
+    if not isinstance(space, gym.spaces.Box):
+        return mask
+    for values in columns.values():
+        if values.shape[1:] != space.shape:
+            continue
+        outside = (values < space.low) | (values > space.high)
+        mask |= outside.reshape(len(values), -1).any(axis=1)
+    return mask
+
+
+def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space: gym.Space,
+                     where: str) -> DataFormatError:
+    """The error for the first row outside the observation space, naming column, row and
+    value, and the remedies."""
+    row = int(np.flatnonzero(mask)[0])
+    column = next(name for name, values in columns.items()
+                  if observations_outside({name: values[row:row + 1]}, space)[0])
+    return DataFormatError(
+        f"{where}: column {column!r} in row {row} holds {np.asarray(columns[column][row])!r}, "
+        f"outside the observation space {space} ({int(mask.sum())} row(s) in all); a model "
+        "trained on it learns nothing useful. Check the data (scaled? recorded in another env?) "
+        "or config.environment(observation_space=...), or drop and count such rows with "
+        "config.offline_data(input_obs_bounds='drop')")
