@@ -57,8 +57,13 @@ def unpack_episode_state(data: bytes, *, where: str = "") -> dict:
                                 strict_map_key=False)
     except _RefusedPayload as error:
         raise ValueError(f"{prefix}{error}") from None
+    except msgpack.exceptions.StackError:
+        raise ValueError(f"{prefix}corrupt episode payload: nested deeper than msgpack reads "
+                         "(an episode state is a few levels deep; a damaged or hostile "
+                         "payload?)") from None
     except (ValueError, TypeError, KeyError, IndexError, msgpack.UnpackException) as error:
-        raise ValueError(f"{prefix}corrupt episode payload: {error}") from None
+        raise ValueError(f"{prefix}corrupt episode payload: "
+                         f"{error or type(error).__name__}") from None
     if not isinstance(state, dict):
         raise ValueError(f"{prefix}episode payload is a {type(state).__name__}, not a map")
     return state

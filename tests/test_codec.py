@@ -109,6 +109,13 @@ def test_corrupt_bytes_name_where(data):
         unpack_episode_state(data, where="run-1/part.parquet")
 
 
+def test_a_payload_nested_too_deep_says_so():
+    """Issue 17: msgpack's nesting error used to leave the message empty."""
+    with pytest.raises(ValueError, match=r"^f\.parquet: corrupt episode payload: nested deeper "
+                                         r"than msgpack reads"):
+        unpack_episode_state(b"\x91" * 2000 + b"\xc0", where="f.parquet")
+
+
 def test_truncated_fixture_row_and_bad_array_bytes():
     name, item = fixture_payloads()[0]
     with pytest.raises(ValueError, match=f"^{name}: corrupt episode payload"):
@@ -123,3 +130,19 @@ def test_non_map_payload_is_rejected():
         unpack_episode_state(msgpack.packb([1, 2]), where="f")
     with pytest.raises(ValueError, match="^episode payload is a int"):
         unpack_episode_state(msgpack.packb(3))
+
+
+def test_an_episode_id_of_the_wrong_type_is_named():
+    """Issue 17: an ``id_`` that is a list used to pass decoding and fail later, unhashable."""
+    from offline_rl.episodes.episode import SingleAgentEpisode
+    from offline_rl.errors import DataFormatError
+    from offline_rl.formats.episode_input import decode_episode
+
+    state = SingleAgentEpisode("a", observations=np.zeros((3, 2), np.float32), actions=[0, 1],
+                               rewards=[1.0, 1.0], terminated=True,
+                               len_lookback_buffer=0).to_numpy().get_state()
+    state["id_"] = [1, 2]
+    with pytest.raises(DataFormatError, match=r"f\.parquet \(column 'item'\): episode state "
+                                              r"field 'id_' must be a str \(or an int\), got "
+                                              r"list \[1, 2\]"):
+        decode_episode(pack_episode_state(state), "f.parquet (column 'item')")

@@ -33,6 +33,9 @@ def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:
     missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
     if missing:
         raise ValueError(f"episode state is missing {missing}")
+    if not isinstance(state["id_"], str | int) or isinstance(state["id_"], bool):
+        raise ValueError(f"episode state field 'id_' must be a str (or an int), got "
+                         f"{type(state['id_']).__name__} {state['id_']!r:.80}")
     for flag in ("is_terminated", "is_truncated"):
         if not isinstance(state[flag], bool | np.bool_):
             raise ValueError(f"episode state field {flag!r} must be a bool, got "
