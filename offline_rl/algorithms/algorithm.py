@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -143,7 +144,8 @@ class Algorithm:
             self.evaluation_runners = EvaluationRunners(
                 self.config.env, self.config.env_config, spec, num_runners=runners,
                 num_cpus=self.config.num_cpus_per_env_runner, seed=self.config.seed,
-                max_envs=min(-(-self.config.evaluation_duration // runners), MAX_EVALUATION_ENVS))
+                max_envs=min(math.ceil(self.config.evaluation_duration / runners),
+                             MAX_EVALUATION_ENVS))
 
     def recording_config(self) -> RecorderConfig:
         """How ``evaluate()`` records to ``output``: the config's recorder settings, played by

@@ -16,7 +16,7 @@ from offline_rl.data.actors import kill_actors
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
 from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
-from offline_rl.placement import scheduling_options, usable_resources
+from offline_rl.placement import check_fits, scheduling_options, usable_resources
 
 #: The keywords of RLlib's ``OfflineData.sample``, all an override is sure to take.
 RLLIB_SAMPLE_KEYWORDS = ("num_samples", "return_iterator", "num_shards")
@@ -89,11 +89,9 @@ class LearnerGroup:
         gpus = config.num_gpus_per_learner
         bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
         for name, amount in bundle.items():
-            if n * amount > cluster.get(name, 0):
-                raise ResourceError(
-                    f"{n} learner(s) x {amount:g} {name} need {n * amount:g} {name}, but the "
-                    f"Ray cluster has {cluster.get(name, 0):g}. Lower num_learners or "
-                    f"num_{name.lower()}s_per_learner, or add {name}s to the cluster.")
+            check_fits(f"{n} learner(s) x {amount:g} {name}", {name: n * amount},
+                       f"lower num_learners or num_{name.lower()}s_per_learner, or add "
+                       f"{name}s to the cluster")
         if not gpus and n > cluster.get("CPU", 0):
             raise ResourceError(
                 f"num_learners={n} learner processes would share {cluster.get('CPU', 0):g} CPUs "

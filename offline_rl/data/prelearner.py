@@ -26,6 +26,7 @@ from offline_rl.formats.checks import (
     bound_actions,
     check_actions,
     check_column_types,
+    check_recorded_spaces,
     nonfinite_error,
     nonfinite_rows,
     obs_bounds_error,
@@ -327,16 +328,8 @@ class OfflinePreLearner:
         """Raises on values of the wrong type or outside the spaces (the same checks as for
         tabular rows); returns why the episode is to be dropped (non-finite values or
         observations outside the space, under a ``"drop"`` policy), else ``None``."""
-        for kind, recorded, configured in (
-                ("observation", episode.observation_space, self.observation_space),
-                ("action", episode.action_space, self.action_space)):
-            if recorded is not None and configured is not None and (
-                    type(recorded) is not type(configured)
-                    or recorded.shape != configured.shape):
-                raise DataFormatError(
-                    f"{where} was recorded with the {kind} space {recorded}, but the config's "
-                    f"is {configured}; was it recorded in another env? Set "
-                    f"config.environment({kind}_space=...) to the recording's space")
+        check_recorded_spaces((episode.observation_space, episode.action_space), self.spaces,
+                              where)
         observations = observations_as_space_dtype(
             np.asarray(episode.observations.data), self.observation_space, where)
         episode.observations.data = observations

@@ -204,3 +204,17 @@ def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space:
         "trained on it learns nothing useful. Check the data (scaled? recorded in another env?) "
         "or config.environment(observation_space=...), or drop and count such rows with "
         "config.offline_data(input_obs_bounds='drop')")
+
+
+def check_recorded_spaces(recorded: tuple[gym.Space | None, gym.Space | None],
+                          configured: tuple[gym.Space | None, gym.Space | None],
+                          where: str) -> None:
+    """Raises unless the (observation, action) spaces stored with an episode have the
+    configured spaces' type and shape (``None`` on either side: not checked)."""
+    for kind, stored, expected in zip(("observation", "action"), recorded, configured):
+        if stored is not None and expected is not None and (
+                type(stored) is not type(expected) or stored.shape != expected.shape):
+            raise DataFormatError(
+                f"{where} was recorded with the {kind} space {stored}, but the config's is "
+                f"{expected}; was it recorded in another env? Set "
+                f"config.environment({kind}_space=...) to the recording's space")
