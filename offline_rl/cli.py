@@ -62,16 +62,27 @@ def _parser() -> argparse.ArgumentParser:
         "train", parents=[common],
         help="train an algorithm from a YAML config",
         description="Train from a YAML config (sections: environment, training, learners, "
-                    "offline_data, evaluation, rl_module, debugging; see configs/). Writes "
-                    "progress.csv and result.json (one row/line per iteration, ready to plot) "
-                    "and a checkpoint to the output folder.")
+                    "offline_data, evaluation, checkpointing, rl_module, debugging; see "
+                    "configs/). Writes progress.csv and result.json (one row/line per "
+                    "iteration, ready to plot) and the final checkpoint to the output folder; "
+                    "with --checkpoint-frequency K also checkpoint_<iteration> every K "
+                    "iterations, so that a run stopped midway keeps its progress (evaluate "
+                    "and Algorithm.from_checkpoint take any of them).")
     train.add_argument("config", type=Path, help="YAML config file")
     train.add_argument("--stop-return", type=float, default=None, metavar="R",
                        help="stop once the evaluation return mean reaches R")
     train.add_argument("--max-iterations", type=int, default=1000, metavar="N",
                        help="stop after N training iterations (default: 1000)")
     train.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
-                       help="where results and the checkpoint go (default: runs/<algo>-<time>)")
+                       help="where results and checkpoints go (default: runs/<algo>-<time>)")
+    train.add_argument("--checkpoint-frequency", type=int, default=None, metavar="K",
+                       help="also write DIR/checkpoint_<iteration> every K iterations (default: "
+                            "the config's checkpointing.checkpoint_frequency, whose default 0 "
+                            "writes only the final checkpoint)")
+    train.add_argument("--keep-checkpoints", type=int, default=None, metavar="M",
+                       help="keep only the newest M of those periodic checkpoints, deleting an "
+                            "older one once a newer one is completely written (default: the "
+                            "config's checkpointing.keep_checkpoints_num; unset: keep all)")
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(
@@ -150,13 +161,20 @@ def _train(args: argparse.Namespace) -> int:
 
     from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
 
     config = AlgorithmConfig.from_yaml(args.config)
+    if args.checkpoint_frequency is not None:
+        config.checkpointing(checkpoint_frequency=args.checkpoint_frequency)
+    if args.keep_checkpoints is not None:
+        config.checkpointing(keep_checkpoints_num=args.keep_checkpoints)
     if args.stop_return is not None and config.evaluation_interval is None:
         raise SystemExit("--stop-return needs evaluation: set evaluation.evaluation_interval in "
                          f"{args.config}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     output = args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    checkpoints = PeriodicCheckpoints(output, frequency=config.checkpoint_frequency,
+                                      keep=config.keep_checkpoints_num)
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.verbose:  # otherwise build() starts Ray, quietly, once it has checked the data
@@ -170,6 +188,7 @@ def _train(args: argparse.Namespace) -> int:
         for _ in range(args.max_iterations):
             result = algo.train()
             writer.write(result)
+            checkpoints.after_iteration(algo, result["training_iteration"])
             learner = result["learners"]["default_policy"]
             recent.append((time.perf_counter(),
                            result["learners"]["__all_modules__"]["num_env_steps_trained"]))
@@ -190,6 +209,7 @@ def _train(args: argparse.Namespace) -> int:
         "evaluation_return_mean": last_return,
         "seconds": round(time.perf_counter() - started, 2),
         "checkpoint": checkpoint,
+        "checkpoints": checkpoints.kept,
         "results": str(output / "progress.csv"),
     }
     if args.stop_return is not None:

@@ -98,6 +98,19 @@ def test_nonfinite_rows_can_be_dropped_and_counted(ray_session, tmp_path, bc_con
         data.stop()
 
 
+def test_drops_are_reported_by_the_iteration_that_trained_on_the_batch(ray_session, tmp_path,
+                                                                      bc_config):
+    observations = np.zeros((64, 4), np.float32)
+    observations[[3, 40], 1] = np.nan
+    pq.write_table(rows(64, obs=observations.tolist()), tmp_path / "part.parquet")
+    config = (bc_config.environment(observation_space=SPACES[0], action_space=SPACES[1], env=None)
+              .training(train_batch_size_per_learner=16)
+              .offline_data(input_=str(tmp_path), input_nonfinite="drop"))
+    with config.build() as algo:
+        first = algo.train()  # the first batch the pipeline makes: the drops happen now
+    assert first["data"]["dropped"] == {"nonfinite_rows": 2}
+
+
 def test_observations_outside_the_space_can_be_dropped_and_counted(ray_session, tmp_path,
                                                                   bc_config):
     cartpole = (gym.make("CartPole-v1").observation_space, gym.spaces.Discrete(2))

@@ -6,12 +6,15 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import ray
 
 from offline_rl import COMPONENT_RL_MODULE, Algorithm
+from offline_rl.algorithms.checkpoint import read_algorithm_state
+from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
 from offline_rl.errors import ConfigError
 
 MAX_ITERATIONS = 300
@@ -75,7 +78,9 @@ def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 def test_cli_help_explains_each_command():
     top = run_cli("--help")
     assert top.returncode == 0 and "train" in top.stdout and "RAY_ADDRESS" in top.stdout
-    assert "--stop-return" in run_cli("train", "--help").stdout
+    train_help = run_cli("train", "--help").stdout
+    assert all(flag in train_help for flag in ("--stop-return", "--checkpoint-frequency",
+                                               "--keep-checkpoints"))
     assert "mixed" in run_cli("datasets", "make", "--help").stdout
     assert all(command in top.stdout for command in ("record", "convert", "inspect"))
 
@@ -112,6 +117,51 @@ def test_cli_records_trains_and_evaluates(tmp_path):
     evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
+
+
+@pytest.mark.timeout(240)
+def test_cli_train_keeps_the_newest_periodic_checkpoint_to_resume_from(ray_session, bc_config,
+                                                                       tmp_path, capsys):
+    from offline_rl.cli import main
+
+    config_file = tmp_path / "bc.yaml"
+    bc_config.to_yaml(config_file)
+    run = tmp_path / "run"
+    assert main(["train", str(config_file), "--max-iterations", "5", "--checkpoint-frequency",
+                 "2", "--keep-checkpoints", "1", "--output-dir", str(run)]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert sorted(path.name for path in run.iterdir()) == [
+        "checkpoint", "checkpoint_000004", "progress.csv", "result.json"]
+    assert summary["checkpoints"] == [str(run / "checkpoint_000004")]
+    assert read_algorithm_state(summary["checkpoint"])["training_iteration"] == 5
+    with Algorithm.from_checkpoint(run / "checkpoint_000004") as resumed:
+        assert resumed.iteration == 4
+        assert resumed.train()["training_iteration"] == 5
+
+
+class FolderPerSave:
+    """Saves like an algorithm, an empty folder each, noting the folders there at each save."""
+
+    def __init__(self) -> None:
+        self.folders_at_save: list[list[str]] = []
+
+    def save_to_path(self, path: Path) -> str:
+        self.folders_at_save.append(sorted(folder.name for folder in path.parent.iterdir()))
+        path.mkdir()
+        return str(path)
+
+
+def test_periodic_checkpoints_delete_the_oldest_only_once_the_newest_is_written(tmp_path):
+    algo = FolderPerSave()
+    checkpoints = PeriodicCheckpoints(tmp_path, frequency=2, keep=2)
+    written = [checkpoints.after_iteration(algo, iteration) for iteration in range(1, 8)]
+    names = [f"checkpoint_{iteration:06d}" for iteration in (2, 4, 6)]
+    assert written == [None, str(tmp_path / names[0]), None, str(tmp_path / names[1]), None,
+                       str(tmp_path / names[2]), None]
+    assert algo.folders_at_save[-1] == names[:2]
+    assert sorted(folder.name for folder in tmp_path.iterdir()) == names[1:]
+    assert checkpoints.kept == [str(tmp_path / name) for name in names[1:]]
+    assert PeriodicCheckpoints(tmp_path, frequency=0).after_iteration(algo, 8) is None
 
 
 @pytest.mark.timeout(240)

@@ -7,6 +7,7 @@ import pytest
 
 from connectors import BatchIndividualItems, ConnectorV2
 from offline_rl import AlgorithmConfig, BCConfig
+from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
 from offline_rl.errors import ConfigError
 
 
@@ -89,6 +90,38 @@ def test_dict_and_yaml_round_trip(tmp_path):
     assert isinstance(loaded, BCConfig)
     assert loaded.to_dict() == config.to_dict()
     assert loaded.observation_space == config.observation_space
+
+
+def test_checkpointing_round_trips_and_defaults_to_the_final_checkpoint_only(tmp_path):
+    assert valid().to_dict()["checkpointing"] == {"checkpoint_frequency": 0,
+                                                  "keep_checkpoints_num": None}
+    config = valid().checkpointing(checkpoint_frequency=5, keep_checkpoints_num=2)
+    config.to_yaml(tmp_path / "c.yaml")
+    assert "checkpointing:\n  checkpoint_frequency: 5\n  keep_checkpoints_num: 2\n" in (
+        tmp_path / "c.yaml").read_text()
+    loaded = AlgorithmConfig.from_yaml(tmp_path / "c.yaml")
+    assert (loaded.checkpoint_frequency, loaded.keep_checkpoints_num) == (5, 2)
+    assert loaded.to_dict() == config.to_dict()
+    loaded.validate()
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"checkpoint_frequency": -1}, r"\n  checkpoint_frequency: must be an int >= 0 \(iterations "
+                                   r"between checkpoints; 0: only the final one\), got -1$"),
+    ({"checkpoint_frequency": 2.5}, r"\n  checkpoint_frequency: must be an int >= 0 .*, got 2.5$"),
+    ({"keep_checkpoints_num": 0},
+     r"\n  keep_checkpoints_num: must be None \(keep all\) or an int >= 1, got 0$"),
+    ({"keep_checkpoints_num": "3"}, r"\n  keep_checkpoints_num: must be .*, got '3'$"),
+])
+def test_checkpointing_options_are_checked(options, message):
+    with pytest.raises(ConfigError, match=message):
+        valid().checkpointing(**options).validate()
+
+
+def test_periodic_checkpoints_refuse_what_the_config_refuses(tmp_path):
+    with pytest.raises(ConfigError, match=r"^keep_checkpoints_num: must be None \(keep all\) or "
+                                          r"an int >= 1, got 0$"):
+        PeriodicCheckpoints(tmp_path, frequency=1, keep=0)
 
 
 def test_from_dict_names_unknown_sections_and_keys():

@@ -40,7 +40,7 @@ NotProvided: Any = _NotProvided()
 
 #: Builder methods, in the order ``to_dict`` writes their sections.
 SECTIONS = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
-            "evaluation", "rl_module", "debugging")
+            "evaluation", "checkpointing", "rl_module", "debugging")
 
 
 class AlgorithmConfig:
@@ -48,7 +48,8 @@ class AlgorithmConfig:
 
     The same object round-trips through ``to_dict``/``from_dict`` and YAML, with one section per
     builder method (``environment``, ``training``, ``learners``, ``offline_data``,
-    ``evaluation``, ``rl_module``, ``debugging``). ``validate()`` checks everything in one place.
+    ``evaluation``, ``checkpointing``, ``rl_module``, ``debugging``). ``validate()`` checks
+    everything in one place.
 
     Example:
         >>> from offline_rl import BCConfig
@@ -135,6 +136,9 @@ class AlgorithmConfig:
         self.evaluation_duration_unit = "episodes"
         self.evaluation_num_env_runners = 0
         self.evaluation_parallel_to_training = False
+        # checkpointing
+        self.checkpoint_frequency = 0
+        self.keep_checkpoints_num: int | None = None
         # rl_module
         self.model_config: dict[str, Any] = {}
         self.rl_module_spec: RLModuleSpec | None = None
@@ -241,6 +245,14 @@ class AlgorithmConfig:
         plays them; each actor takes ``num_cpus_per_env_runner`` CPUs); with
         ``evaluation_parallel_to_training`` they play while the iteration trains, with the
         weights from before it, as RLlib's do."""
+        return self._set(locals())
+
+    def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
+                      keep_checkpoints_num: int | None = NotProvided) -> AlgorithmConfig:
+        """Checkpoints written while ``offline-rl train`` runs, so that a stopped run keeps its
+        progress: ``checkpoint_<iteration>`` every ``checkpoint_frequency`` iterations (0: only
+        the final ``checkpoint``), of which the newest ``keep_checkpoints_num`` stay (``None``:
+        all). ``PeriodicCheckpoints`` does the same in a training loop of your own."""
         return self._set(locals())
 
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,

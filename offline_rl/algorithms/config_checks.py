@@ -123,12 +123,28 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
         config.evaluation_num_env_runners and config.evaluation_interval),
           "evaluation_parallel_to_training", "needs evaluation_num_env_runners >= 1 (the "
           "actors that play while this process trains) and an evaluation_interval")
+    problems.extend(checkpointing_problems(config.checkpoint_frequency,
+                                           config.keep_checkpoints_num))
     check(_non_negative(config.num_cpus_for_main_process), "num_cpus_for_main_process",
           f"must be a number >= 0, got {config.num_cpus_for_main_process!r}")
     try:
         DefaultModelConfig.from_dict(config.model_config)
     except (TypeError, ConfigError) as error:
         problems.append(("model_config", str(error)))
+    return problems
+
+
+def checkpointing_problems(checkpoint_frequency: Any,
+                           keep_checkpoints_num: Any) -> list[tuple[str, str]]:
+    """``(field, problem)`` for invalid periodic-checkpoint settings (the config's
+    ``checkpointing`` section, or ``PeriodicCheckpoints``' arguments)."""
+    problems = []
+    if not _non_negative_int(checkpoint_frequency):
+        problems.append(("checkpoint_frequency", "must be an int >= 0 (iterations between "
+                         f"checkpoints; 0: only the final one), got {checkpoint_frequency!r}"))
+    if not (keep_checkpoints_num is None or _positive_int(keep_checkpoints_num)):
+        problems.append(("keep_checkpoints_num", "must be None (keep all) or an int >= 1, got "
+                         f"{keep_checkpoints_num!r}"))
     return problems
 
 

@@ -3,6 +3,7 @@ episode ids, and register themselves, for the driver to report and to stop them.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -21,6 +22,11 @@ class DataLedger:
     pipeline, so that stopping it can release them (an actor still being created when the
     pipeline stops registers later, and fails to once the ledger is gone).
 
+    The driver learns of new counts without asking in every iteration: it keeps one
+    ``totals_after(version)`` call waiting, which the ledger answers as soon as counts change.
+    A PreLearner adds its counts before it returns the batch they concern, so the answer is
+    on its way before that batch reaches a learner.
+
     Example:
         >>> ledger = DataLedger.remote()
         >>> ray.get(ledger.claim.remote(["a", "b"], ["x.parquet"] * 2))
@@ -30,11 +36,15 @@ class DataLedger:
         >>> ray.get(ledger.add.remote({"duplicate_episodes": 1}))
         >>> ray.get(ledger.totals.remote())
         {'duplicate_episodes': 1}
+        >>> ray.get(ledger.totals_after.remote(0))
+        (1, {'duplicate_episodes': 1})
         >>> ray.kill(ledger)
     """
 
     def __init__(self) -> None:
         self._totals: Counter[str] = Counter()
+        self._version = 0
+        self._changed = asyncio.Event()
         self._sources: dict[str, str] = {}
         self._actors: list[ray.actor.ActorHandle] = []
 
@@ -47,12 +57,22 @@ class DataLedger:
         return list(self._actors)
 
     def add(self, counts: Mapping[str, int]) -> None:
-        """Adds ``counts`` to the totals."""
+        """Adds ``counts`` to the totals and wakes the waiting ``totals_after`` calls."""
         self._totals.update(counts)
+        self._version += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def totals(self) -> dict[str, int]:
         """The totals so far."""
         return dict(self._totals)
+
+    async def totals_after(self, version: int) -> tuple[int, dict[str, int]]:
+        """``(version, totals)`` once the totals are newer than ``version`` (at once if they
+        already are)."""
+        while self._version == version:
+            await self._changed.wait()
+        return self._version, dict(self._totals)
 
     def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
         """Records where each episode was read; True for an id already read from another

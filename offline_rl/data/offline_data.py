@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from typing import Any
 
 import gymnasium as gym
@@ -45,8 +44,6 @@ ROWS_PER_PRELEARNER_CALL = 32
 EPISODES_PER_PRELEARNER_CALL = 32
 #: Seconds ``stop()`` waits for the PreLearners' CPUs to come back (others may take them).
 RELEASE_WAIT_S = 5.0
-#: Seconds between two requests for the PreLearners' counts.
-COUNTS_POLL_S = 1.0
 
 
 class OfflineData:
@@ -112,8 +109,8 @@ class OfflineData:
         self.stream: BatchStream | None = None
         self._ledger: ray.actor.ActorHandle | None = None
         self._counts: dict[str, int] = {}
+        self._counts_version = 0
         self._pending_counts: ray.ObjectRef | None = None
-        self._counts_asked = -COUNTS_POLL_S
 
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that
@@ -161,6 +158,7 @@ class OfflineData:
             self.config.map_batches_kwargs, usable_resources(), reserved_cpus=reserved_cpus
         )
         self._ledger = DataLedger.remote()
+        self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
         if self.needs_module:
             self.module_weights = ModuleWeights.remote()
 
@@ -222,20 +220,17 @@ class OfflineData:
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
         ``duplicate_episodes``, ``nonfinite_rows``, ...) and data kept but noted
-        (``actions_out_of_bounds``). With ``wait`` it asks the ledger and waits for the answer;
-        without, it never blocks: it returns the latest totals that have arrived, asking the
-        ledger at most every ``COUNTS_POLL_S`` seconds."""
+        (``actions_out_of_bounds``). Never blocks, unless ``wait``: the ledger sends new totals
+        as they change (see ``DataLedger``), normally before the batches they concern reach a
+        learner, and this returns the latest that have arrived."""
         if self._ledger is None:  # stopped (or not started): the last totals
             return dict(self._counts)
         if wait:
-            self._counts, self._pending_counts = ray.get(self._ledger.totals.remote()), None
+            self._counts = ray.get(self._ledger.totals.remote())
             return dict(self._counts)
-        now = time.monotonic()
-        if self._pending_counts is None and now - self._counts_asked >= COUNTS_POLL_S:
-            self._pending_counts = self._ledger.totals.remote()
-            self._counts_asked = now
         if self._pending_counts is not None and ray.wait([self._pending_counts], timeout=0)[0]:
-            self._counts, self._pending_counts = ray.get(self._pending_counts), None
+            self._counts_version, self._counts = ray.get(self._pending_counts)
+            self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
         return dict(self._counts)
 
     def pool(self) -> dict[str, Any]:
