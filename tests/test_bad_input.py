@@ -111,6 +111,25 @@ def test_drops_are_reported_by_the_iteration_that_trained_on_the_batch(ray_sessi
     assert first["data"]["dropped"] == {"nonfinite_rows": 2}
 
 
+def test_tabular_episodes_that_never_end_are_counted_once_an_epoch_is_read(ray_session,
+                                                                           tmp_path, bc_config):
+    """Issue 17: tabular data trained on episodes without an end without a word. Episode "b"
+    spans PreLearner calls (its end comes in a later call than its start); only "never" is
+    unfinished."""
+    ids = ["a"] * 10 + ["b"] * 300 + ["never"] * 20 + ["c"] * 10
+    t = [*range(10), *range(300), *range(20), *range(10)]
+    ends = [9, 309, 339]
+    table = rows(len(ids), eps_id=ids, t=t,
+                 terminateds=[row in ends for row in range(len(ids))])
+    pq.write_table(table, tmp_path / "part.parquet")
+    config = (bc_config.environment(observation_space=SPACES[0], action_space=SPACES[1], env=None)
+              .training(train_batch_size_per_learner=4)
+              .offline_data(input_=str(tmp_path), dataset_num_iters_per_learner=None))
+    with config.build() as algo:
+        results = [algo.train() for _ in range(2)]  # an epoch each
+    assert [result["data"]["unfinished_episodes"] for result in results] == [1, 1]
+
+
 def test_observations_outside_the_space_can_be_dropped_and_counted(ray_session, tmp_path,
                                                                   bc_config):
     cartpole = (gym.make("CartPole-v1").observation_space, gym.spaces.Discrete(2))

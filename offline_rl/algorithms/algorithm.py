@@ -341,19 +341,21 @@ def _mean_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
 
 def _data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
     """The data stream's figures: totals over the learners' shards, each learner's, data
-    dropped by reason, ``Box`` actions outside the action space (kept or clipped) and unfinished
-    episodes (kept)."""
+    dropped by reason, ``Box`` actions outside the action space (kept or clipped) and the
+    episodes that never end (kept; ``None`` until a whole epoch has been read, as an
+    episode's end may lie in rows not read yet)."""
     rows = [learner["rows_per_epoch"] for learner in per_learner]
     staleness = [value for learner in per_learner for value in learner["staleness"]]
+    epochs = min(learner["epochs_completed"] for learner in per_learner)
     figures: dict[str, Any] = {
-        "epochs_completed": min(learner["epochs_completed"] for learner in per_learner),
+        "epochs_completed": epochs,
         "rows_per_epoch": None if None in rows else sum(rows),
         "wait_s": max(learner["wait_s"] for learner in per_learner),
         "first_batch_wait_s": max((learner["first_batch_wait_s"] or 0.0)
                                   for learner in per_learner),
         "dropped": {reason: count for reason, count in counts.items() if reason in DROP_REASONS},
         "actions_out_of_bounds": counts.get("actions_out_of_bounds", 0),
-        "unfinished_episodes": counts.get("unfinished_episodes", 0),
+        "unfinished_episodes": counts.get("unfinished_episodes", 0) if epochs else None,
         "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
                                                         "wait_s", "first_batch_wait_s")}
                         for learner in per_learner],

@@ -46,6 +46,8 @@ class DataLedger:
         self._version = 0
         self._changed = asyncio.Event()
         self._sources: dict[str, str] = {}
+        self._open: set[str] = set()
+        self._ended: set[str] = set()
         self._actors: list[ray.actor.ActorHandle] = []
 
     def register(self, actor: ray.actor.ActorHandle) -> None:
@@ -57,22 +59,38 @@ class DataLedger:
         return list(self._actors)
 
     def add(self, counts: Mapping[str, int]) -> None:
-        """Adds ``counts`` to the totals and wakes the waiting ``totals_after`` calls."""
+        """Adds ``counts`` to the totals."""
         self._totals.update(counts)
+        self._changed_now()
+
+    def note_episodes(self, open_ids: Sequence[str], ended_ids: Sequence[str]) -> None:
+        """Records episodes read without their end (``open_ids``) and ends read
+        (``ended_ids``), whichever comes first: the episodes seen open and never ended are
+        the ``unfinished_episodes`` of the totals (exact once a whole epoch has been read)."""
+        before = set(self._open)
+        self._ended.update(ended_ids)
+        self._open.difference_update(ended_ids)
+        self._open.update(set(open_ids) - self._ended)
+        if self._open != before:
+            self._changed_now()
+
+    def _changed_now(self) -> None:
+        """Wakes the waiting ``totals_after`` calls."""
         self._version += 1
         self._changed.set()
         self._changed = asyncio.Event()
 
     def totals(self) -> dict[str, int]:
         """The totals so far."""
-        return dict(self._totals)
+        unfinished = {"unfinished_episodes": len(self._open)} if self._open else {}
+        return {**self._totals, **unfinished}
 
     async def totals_after(self, version: int) -> tuple[int, dict[str, int]]:
         """``(version, totals)`` once the totals are newer than ``version`` (at once if they
         already are)."""
         while self._version == version:
             await self._changed.wait()
-        return self._version, dict(self._totals)
+        return self._version, self.totals()
 
     def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
         """Records where each episode was read; True for an id already read from another

@@ -35,6 +35,7 @@ from offline_rl.formats.checks import (
 )
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.formats.tabular import (
+    episode_ends,
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
@@ -151,6 +152,7 @@ class OfflinePreLearner:
                 **self.kwargs)["episodes"]
             return self._check_transitions(self._connect(episodes), None)
         rows = self._read_rows(table)
+        self._note_episodes(*episode_ends(table, rows, self.schema))
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
                                             self.source)
@@ -289,8 +291,9 @@ class OfflinePreLearner:
     def _admit(self, episodes: list[SingleAgentEpisode],
                sources: list[str]) -> list[SingleAgentEpisode]:
         """Checks each episode; drops (and counts) duplicates (within the batch, the buffer, or
-        read from another file by any actor), empty and non-finite ones; counts unfinished
-        ones (neither terminated nor truncated), which it keeps."""
+        read from another file by any actor), empty and non-finite ones; notes unfinished
+        ones (neither terminated nor truncated), which it keeps, and the ends of continued
+        ones, so that the ledger counts the episodes that never end."""
         admitted, seen, drops = [], set(), Counter()
         elsewhere = self._claim(episodes, sources)
         for episode, source, duplicate in zip(episodes, sources, elsewhere):
@@ -306,11 +309,13 @@ class OfflinePreLearner:
             if dropped_for:
                 drops[dropped_for] += 1
                 continue
-            # An unfinished chunk (a recording stopped mid-episode) trains like any other: its
-            # last transition is simply not terminal. It is counted, not dropped.
-            drops["unfinished_episodes"] += not episode.is_done
             admitted.append(episode)
         self._count(drops)
+        # An unfinished chunk (a recording stopped mid-episode) trains like any other: its
+        # last transition is simply not terminal. It is counted, not dropped.
+        self._note_episodes([episode.id_ for episode in admitted if not episode.is_done],
+                            [episode.id_ for episode in admitted
+                             if episode.is_done and episode.t_started > 0])
         return admitted
 
     def _buffer_holds(self, episode_id: str) -> bool:
@@ -391,6 +396,10 @@ class OfflinePreLearner:
             return [self._connect(columns=transitions.take(buffer.sample_timesteps(
                 self.batch_size))) for _ in range(count)]
         return [self._connect(buffer.sample(num_items=self.batch_size)) for _ in range(count)]
+
+    def _note_episodes(self, open_ids: list[str], ended_ids: list[str]) -> None:
+        if (open_ids or ended_ids) and self.ledger is not None:
+            ray.get(self.ledger.note_episodes.remote(open_ids, ended_ids))
 
     def _count(self, drops: Mapping[str, int]) -> None:
         drops = {name: count for name, count in drops.items() if count}

@@ -149,6 +149,38 @@ def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, s
     return columns
 
 
+def episode_ends(table: pa.Table, rows: Mapping[str, np.ndarray],
+                 schema: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """What the stream must learn of these rows to count the episodes that never end: the ids
+    of the episodes without an end among them (open), and of those that end here but may have
+    begun in other rows (ended: all rows from ``t=0`` to the end are not here). Episodes
+    entirely within these rows are in neither list; without an ``eps_id`` column, both are
+    empty.
+
+    Example:
+        >>> table = pa.table({"eps_id": ["a", "a", "b", "c"], "t": [0, 1, 7, 0]})
+        >>> flags = {"terminateds": np.array([False, True, True, False])}
+        >>> episode_ends(table, flags, SCHEMA)
+        (['c'], ['b'])
+    """
+    if schema[Columns.EPS_ID] not in table.column_names:
+        return [], []
+    terminateds, truncateds = done_flags(rows, schema)
+    steps = {"id": table.column(schema[Columns.EPS_ID]), "done": terminateds | truncateds}
+    if schema[Columns.T] in table.column_names:
+        steps["t"] = table.column(schema[Columns.T])
+    aggregates = [("done", "any"), ("id", "count")] + ([("t", "min"), ("t", "max")]
+                                                      if "t" in steps else [])
+    episodes = pa.table(steps).group_by("id").aggregate(aggregates).to_pydict()
+    whole = ([first == 0 and last + 1 == count for first, last, count in
+              zip(episodes["t_min"], episodes["t_max"], episodes["id_count"])]
+             if "t" in steps else [False] * len(episodes["id"]))
+    open_ids = [as_id(id_) for id_, done in zip(episodes["id"], episodes["done_any"]) if not done]
+    ended_ids = [as_id(id_) for id_, done, inside in zip(episodes["id"], episodes["done_any"],
+                                                         whole) if done and not inside]
+    return open_ids, ended_ids
+
+
 def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
                      observation_space: gym.Space | None = None,
                      action_space: gym.Space | None = None,
