@@ -67,7 +67,7 @@ class CheckpointWriteError(OfflineRLError, OSError):
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""
-    return next((wrapped for wrapped in _chain(error) if isinstance(wrapped, OfflineRLError)
+    return next((wrapped for wrapped in error_chain(error) if isinstance(wrapped, OfflineRLError)
                  and not _is_ray_wrapper(wrapped)), None)
 
 
@@ -95,14 +95,14 @@ def surface_errors(function: Function) -> Function:
                 raise
             surfaced = copy.copy(ours)
             surfaced.args = (ours.message, *ours.args[1:])
-            for wrapped in _chain(error):
+            for wrapped in error_chain(error):
                 wrapped.__traceback__ = None
             raise surfaced.with_traceback(None) from error
 
     return wrapper  # type: ignore[return-value]
 
 
-def _chain(error: BaseException) -> list[BaseException]:
+def error_chain(error: BaseException) -> list[BaseException]:
     """``error`` and every error it wraps (Ray's ``cause``, ``__cause__``, ``__context__``)."""
     chain: list[BaseException] = []
     pending: list[BaseException | None] = [error]

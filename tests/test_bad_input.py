@@ -78,8 +78,9 @@ def test_action_outside_the_action_space(ray_session, tmp_path, bc_config):
 def test_nonfinite_rewards_raise_by_default(ray_session, tmp_path, bc_config):
     message = first_batch_error(bc_config, tmp_path,
                                 rows(rewards=[1.0, 1.0, 1.0, np.nan, 1.0, 1.0, 1.0, 1.0]))
-    assert "column 'rewards' holds NaN or inf in row 3" in message
-    assert "eps_id='a', t=3" in message and "input_nonfinite='drop'" in message
+    assert re.search(r"column 'rewards' holds NaN or inf in \S+part\.parquet, row 3 "
+                     r"\(eps_id='a', t=3\)", message), message
+    assert "input_nonfinite='drop'" in message
 
 
 def test_nonfinite_rows_can_be_dropped_and_counted(ray_session, tmp_path, bc_config):
@@ -246,11 +247,12 @@ def write_format(folder: Path, source: str, defect: str) -> dict:
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("source", ["tabular", "episodes", "sample_batch_json"])
 @pytest.mark.parametrize(("defect", "expected"), [
-    ("nan_reward", r"column 'rewards' holds NaN or inf in row 4"),
+    ("nan_reward", r"column 'rewards' holds NaN or inf in (\S+\.parquet, )?row 4"),
     ("discrete_action_outside", r"action 3 in row 4 is outside the action space Discrete\(2\)"),
     ("string_rewards", r"column 'rewards' holds strings"),
-    ("obs_outside", r"column '(new_)?obs' in row [34] holds array\(\[1\.e\+30, .* outside the "
-                    r"observation space Box.*input_obs_bounds='drop'"),
+    ("obs_outside", r"column '(new_)?obs' in (\S+\.parquet, )?row [34] (\(.*\) )?holds "
+                    r"array\(\[1\.e\+30, .* outside the observation space Box"
+                    r".*input_obs_bounds='drop'"),
 ])
 def test_every_format_gets_the_same_checks(ray_session, tmp_path, bc_config, source, defect,
                                            expected):
@@ -375,3 +377,64 @@ def test_verbose_cli_prints_the_traceback(tmp_path, capsys):
     verbose = capsys.readouterr().err
     assert "Traceback" in verbose and "ConfigError" in verbose
     assert verbose.splitlines()[-1] == quiet.splitlines()[-1]
+
+
+def test_a_corrupt_parquet_page_is_named_with_its_file_and_rows(ray_session, tmp_path,
+                                                                bc_config):
+    """Issue 17: a corrupt data page (valid footer) failed as Ray's remote traceback of
+    'OSError: Corrupt snappy compressed data', naming no file."""
+    pq.write_table(rows(64), tmp_path / "part-0.parquet")
+    damaged = tmp_path / "part-1.parquet"
+    # Repetitive values compress to snappy copy tags, which garbage bytes break.
+    observations = np.tile(np.arange(40, dtype=np.float32), 32).reshape(320, 4) / 1e4
+    pq.write_table(rows(320, obs=observations.tolist()), damaged, compression="snappy",
+                   use_dictionary=False)
+    chunk = pq.ParquetFile(damaged).metadata.row_group(0).column(2)
+    assert chunk.path_in_schema.startswith("obs")
+    data = bytearray(damaged.read_bytes())
+    middle = chunk.data_page_offset + chunk.total_compressed_size // 2
+    data[middle:middle + 64] = b"\xff" * 64
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(OSError, match="[Ss]nappy"):
+        pq.read_table(damaged)
+    config = bc_config.training(train_batch_size_per_learner=16).offline_data(
+        input_=str(tmp_path))
+    with pytest.raises(DataFormatError) as error:
+        data = OfflineData(config, SPACES).start()
+        try:
+            for _ in range(30):
+                data.sample()
+        finally:
+            data.stop()
+    assert re.search(r"part-1\.parquet, rows 0-319 \(row group 0\): .*[Ss]nappy.* corrupt or "
+                     r"truncated", str(error.value)), error.value
+
+
+def test_a_malformed_json_line_is_named_with_its_file_and_line(ray_session, tmp_path):
+    """Issue 17: a truncated line of SampleBatch JSON failed as Ray's JSONDecodeError pointing
+    at the end of line 1 ('Extra data: line 2 column 1'), naming no file."""
+    from offline_rl import BCConfig
+
+    source = sorted((Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json")
+                    .glob("*.json"))[0]
+    lines = source.read_text().splitlines()
+    lines[5] = lines[5][: len(lines[5]) // 2]
+    (tmp_path / source.name).write_text("\n".join(lines) + "\n")
+    config = (BCConfig().environment("CartPole-v1").training(train_batch_size_per_learner=32)
+              .offline_data(input_=str(tmp_path), input_read_method="read_json",
+                            input_read_sample_batches=True, dataset_num_iters_per_learner=1))
+    with pytest.raises(DataFormatError) as error, config.build() as algo:
+        algo.train()
+    assert re.search(rf"{re.escape(source.name)}, line 6: not valid JSON \(.* at column \d+\)",
+                     str(error.value)), error.value
+
+
+def test_a_bad_row_is_named_by_its_file_and_row_there(ray_session, tmp_path, bc_config):
+    """Issue 17: the row was counted within a PreLearner batch ('row 904' for file row 5000)
+    and the folder named instead of the file."""
+    observations = np.zeros((6000, 4), np.float32)
+    observations[5000, 2] = np.nan
+    message = first_batch_error(bc_config, tmp_path, rows(6000, obs=observations.tolist()),
+                                batch_size=64)
+    assert re.search(r"column 'obs' holds NaN or inf in .*part\.parquet, row 5000 "
+                     r"\(eps_id='a', t=5000\)", message), message

@@ -4,6 +4,7 @@ globs, checks, pushdown and BC training through the full Ray Data pipeline."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -261,3 +262,21 @@ def test_recordings_go_to_s3_uris_and_an_unwritable_output_fails_at_build(
     with pytest.raises(ConfigError, match="cannot write output='s3://offline-rl/elsewhere' "
                                           "through S3FileSystem: .*output_filesystem_kwargs"):
         unreachable.build()
+
+
+@pytest.mark.timeout(180)
+def test_a_later_s3_file_without_a_column_is_named(ray_session, bc_config, s3_data, s3_kwargs,
+                                                   s3_fs):
+    """Issue 17: only the first remote file's footer is read at build; Ray Data then reads a
+    later file's missing column as nulls, which failed naming the folder and a row in a batch."""
+    table = pq.read_table(next(iter(Path(bc_config.input_).rglob("*.parquet")))).slice(0, 600)
+    pq.write_table(table.slice(0, 300), f"{BUCKET}/later-lacks/part-0.parquet", filesystem=s3_fs)
+    pq.write_table(table.slice(300).drop_columns(["rewards"]),
+                   f"{BUCKET}/later-lacks/part-1.parquet", filesystem=s3_fs)
+    config = bc_config.training(train_batch_size_per_learner=100).offline_data(
+        input_=f"{s3_data}/later-lacks", input_filesystem="s3", input_filesystem_kwargs=s3_kwargs,
+        dataset_num_iters_per_learner=None)
+    with pytest.raises(DataFormatError, match=r"^s3://offline-rl/later-lacks/part-1\.parquet has "
+                                              r"no column 'rewards', which other input files "
+                                              r"have"), config.build() as algo:
+        algo.train()

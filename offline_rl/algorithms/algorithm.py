@@ -188,7 +188,8 @@ class Algorithm:
                     and self.config.evaluation_parallel_to_training)
         # In parallel, the runners play the weights from before this iteration's updates.
         pending = self._start_evaluation() if parallel else None
-        per_learner = self.learner_group.train()
+        with self.offline_data.naming_damaged_files():
+            per_learner = self.learner_group.train()
         steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
         optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1

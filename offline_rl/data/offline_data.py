@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -17,6 +19,7 @@ from offline_rl.data.actors import kill_actors, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
+from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import (
     check_parquet_columns,
     first_rows,
@@ -27,7 +30,7 @@ from offline_rl.data.input_reader import (
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
 from offline_rl.data.resources import prelearner_pool_kwargs
-from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import (
     available_cpus,
@@ -204,13 +207,33 @@ class OfflineData:
         With ``stop_at_epoch_end``, ``None`` when the epoch ends first (see ``BatchStream``).
         With ``return_iterator``, instead ``num_shards`` ``streaming_split`` shards of the
         pipeline ``build()`` made (built now if not yet), one per remote learner."""
-        if return_iterator:
-            dataset = self.dataset if self.dataset is not None else self.build()
-            return dataset.streaming_split(num_shards, equal=True, locality_hints=locality_hints)
-        if self.stream is None:
-            self.start()
-        return self.stream.next_batch(num_samples or self.batch_size,
-                                      stop_at_epoch_end=stop_at_epoch_end)
+        with self.naming_damaged_files():
+            if return_iterator:
+                dataset = self.dataset if self.dataset is not None else self.build()
+                return dataset.streaming_split(num_shards, equal=True,
+                                               locality_hints=locality_hints)
+            if self.stream is None:
+                self.start()
+            return self.stream.next_batch(num_samples or self.batch_size,
+                                          stop_at_epoch_end=stop_at_epoch_end)
+
+    @contextmanager
+    def naming_damaged_files(self) -> Iterator[None]:
+        """Turns a failed read of the input files that names no file (a corrupt Parquet page,
+        a malformed JSON line, as Ray Data reports them) into a ``DataFormatError`` naming the
+        file and its row group or line, found by reading the files again one at a time."""
+        try:
+            yield
+        except Exception as error:
+            method = self.config.input_read_method
+            if (read_failure(error) is None or self.data is not None
+                    or not isinstance(method, str)):
+                raise
+            damage = find_damaged_file(self.paths, self.filesystem, method)
+            if damage is None:
+                raise
+            raise DataFormatError(f"{damage}. The file is corrupt or truncated: re-write it, or "
+                                  "move it out of the input") from None
 
     @property
     def stats(self) -> StreamStats:

@@ -17,6 +17,7 @@ from connectors import DEFAULT_LEARNER_PIECES, ConnectorPipelineV2
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.compression import decompress_column, looks_compressed
 from offline_rl.data.data_config import DataConfig, as_data_config
+from offline_rl.data.input_locator import RowLocator
 from offline_rl.data.module_weights import WEIGHTS_VERSION, SyncedModule
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeBuffer, EpisodeReplayBuffer
@@ -93,6 +94,7 @@ class OfflinePreLearner:
         self.spaces = spaces
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
+        self.locator = RowLocator(config, self.schema, self.source)
         self.batch_size = config.train_batch_size_per_learner
         self.ledger = ledger
         if ledger is not None and ray.get_runtime_context().get_actor_id() is not None:
@@ -200,7 +202,8 @@ class OfflinePreLearner:
         try:
             rows = table_to_numpy(table, [name for name in names if name not in compressed])
         except DataFormatError as error:
-            raise DataFormatError(f"{self.source}: {error}") from None
+            raise self.locator.null_error(table, names) or DataFormatError(
+                f"{self.source}: {error}") from None
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         return rows
@@ -211,20 +214,16 @@ class OfflinePreLearner:
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
-        locate = None if table is None else (lambda rows: _row_identity(table, rows))
-        columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, locate)
+        place = "row {}".format if table is None else self.locator.place(table)
+        columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, place)
         del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
         if bad.any() and self.config.input_nonfinite == "raise":
-            if table is not None:
-                where = f"{where} ({_row_identity(table, bad)})"
-            raise nonfinite_error(values, bad, where)
+            raise nonfinite_error(values, bad, where, place)
         observations = {name: values[name] for name in (Columns.OBS, Columns.NEXT_OBS)}
         outside = observations_outside(observations, self.observation_space) & ~bad
         if outside.any() and self.config.input_obs_bounds == "raise":
-            if table is not None:
-                where = f"{where} ({_row_identity(table, outside)})"
-            raise obs_bounds_error(observations, outside, self.observation_space, where)
+            raise obs_bounds_error(observations, outside, self.observation_space, where, place)
         if not (bad.any() or outside.any()):
             return columns
         self._count({"nonfinite_rows": int(bad.sum()), "out_of_bounds_rows": int(outside.sum())})
@@ -232,17 +231,15 @@ class OfflinePreLearner:
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
 
     def _bound_actions(self, actions: np.ndarray, where: str,
-                       locate: Callable[[np.ndarray], str] | None = None) -> np.ndarray:
+                       place: Callable[[int], str] = "row {}".format) -> np.ndarray:
         """Checks the actions; applies ``input_action_bounds`` to ``Box`` actions outside the
-        space and counts them. ``locate(mask)`` names the first flagged row for messages."""
+        space and counts them. ``place(row)`` names a row for messages."""
         outside = check_actions(actions, self.action_space, where)
         if not outside.any():
             return actions
         self._count({"actions_out_of_bounds": int(outside.sum())})
-        if locate is not None:
-            where = f"{where} ({locate(outside)})"
         return bound_actions(actions, outside, self.action_space, self.config.input_action_bounds,
-                             where)
+                             where, place)
 
     # ----------------------------------------------------------------------------- episodes
     def _decode(self, batch: pa.Table | Mapping[str, Any]
@@ -444,11 +441,3 @@ def _split_stages(pipeline: ConnectorPipelineV2
     return (ConnectorPipelineV2(*spaces, connectors=[p for p in pipeline if p.needs_episodes]),
             ConnectorPipelineV2(*spaces,
                                 connectors=[p for p in pipeline if not p.needs_episodes]))
-
-
-def _row_identity(table: pa.Table, bad: np.ndarray) -> str:
-    """Names the first bad row by its ``eps_id`` and ``t`` when the table has them."""
-    row = int(np.flatnonzero(bad)[0])
-    identity = [f"{name}={table.column(name)[row].as_py()!r}"
-                for name in (Columns.EPS_ID, Columns.T) if name in table.column_names]
-    return ", ".join(identity) or f"row {row} of the batch"

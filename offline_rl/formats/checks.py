@@ -28,7 +28,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import gymnasium as gym
 import numpy as np
@@ -132,16 +132,16 @@ def check_actions(actions: np.ndarray, space: gym.Space | None, where: str) -> n
 
 
 def bound_actions(actions: np.ndarray, outside: np.ndarray, space: gym.Space, policy: str,
-                  where: str) -> np.ndarray:
+                  where: str, place: Callable[[int], str] = "row {}".format) -> np.ndarray:
     """Applies ``input_action_bounds`` to the ``Box`` actions flagged ``outside``: keeps them,
-    clips them to the bounds, or raises naming the first."""
+    clips them to the bounds, or raises naming the first (``place(row)`` names its row)."""
     if not outside.any() or policy == "keep":
         return actions
     if policy == "clip":
         return np.clip(actions, space.low, space.high).astype(actions.dtype, copy=False)
     row = int(np.flatnonzero(outside)[0])
     raise DataFormatError(
-        f"{where}: action {actions[row]} in row {row} is outside the action space {space} "
+        f"{where}: action {actions[row]} in {place(row)} is outside the action space {space} "
         f"({int(outside.sum())} row(s) in all); keep such actions (RLlib records sampled "
         "actions unclipped) with config.offline_data(input_action_bounds='keep'), or clip them "
         "with input_action_bounds='clip'")
@@ -156,14 +156,15 @@ def nonfinite_rows(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     return mask
 
 
-def nonfinite_error(columns: Mapping[str, np.ndarray], mask: np.ndarray,
-                    where: str) -> DataFormatError:
-    """The error for the first non-finite row, naming its column, row and the two remedies."""
+def nonfinite_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, where: str,
+                    place: Callable[[int], str] = "row {}".format) -> DataFormatError:
+    """The error for the first non-finite row, naming its column, row (``place(row)``) and
+    the two remedies."""
     row = int(np.flatnonzero(mask)[0])
     column = next(name for name, values in columns.items() if values.dtype.kind == "f"
                   and not np.isfinite(values[row]).all())
     return DataFormatError(
-        f"{where}: column {column!r} holds NaN or inf in row {row} ({int(mask.sum())} row(s) in "
+        f"{where}: column {column!r} holds NaN or inf in {place(row)} ({int(mask.sum())} row(s) in "
         "all); clean the data, or drop and count such rows with "
         "config.offline_data(input_nonfinite='drop')"
     )
@@ -192,14 +193,15 @@ def observations_outside(columns: Mapping[str, np.ndarray], space: gym.Space | N
 
 
 def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space: gym.Space,
-                     where: str) -> DataFormatError:
-    """The error for the first row outside the observation space, naming column, row and
-    value, and the remedies."""
+                     where: str, place: Callable[[int], str] = "row {}".format
+                     ) -> DataFormatError:
+    """The error for the first row outside the observation space, naming column, row
+    (``place(row)``) and value, and the remedies."""
     row = int(np.flatnonzero(mask)[0])
     column = next(name for name, values in columns.items()
                   if observations_outside({name: values[row:row + 1]}, space)[0])
     return DataFormatError(
-        f"{where}: column {column!r} in row {row} holds {np.asarray(columns[column][row])!r}, "
+        f"{where}: column {column!r} in {place(row)} holds {np.asarray(columns[column][row])!r}, "
         f"outside the observation space {space} ({int(mask.sum())} row(s) in all); a model "
         "trained on it learns nothing useful. Check the data (scaled? recorded in another env?) "
         "or config.environment(observation_space=...), or drop and count such rows with "

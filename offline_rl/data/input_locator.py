@@ -1,0 +1,206 @@
+"""Where in the input files a problem lies, for messages: the file and row of a bad row, the
+files that lack a column, and the file (and row group or line) that a read failed on.
+
+Ray Data reports none of these: a PreLearner sees a batch of rows from any file, and a failed
+read names neither file nor line. These functions run only on the way to an error message, so
+they may read what they need (footers, two columns, or whole files within a time budget).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from offline_rl.columns import Columns
+from offline_rl.data.input_reader import input_paths
+from offline_rl.errors import DataFormatError, error_chain
+from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+
+if TYPE_CHECKING:
+    from offline_rl.data.data_config import DataConfig
+
+#: Seconds ``find_damaged_file`` reads files for before it gives up.
+SEARCH_BUDGET_S = 60.0
+#: File name endings each read method reads.
+SUFFIXES = {"read_parquet": (".parquet",), "read_json": (".json", ".jsonl")}
+
+
+def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                read_method: str = "read_parquet") -> Iterator[tuple[str, pafs.FileSystem, str]]:
+    """``(shown, filesystem, path)`` of each input file, sorted within each input path:
+    ``shown`` as the user wrote it (``s3://bucket/key`` stays so), ``path`` as ``filesystem``
+    opens it."""
+    suffixes = SUFFIXES.get(read_method, ("",))
+    for path in paths:
+        if filesystem is not None:
+            fs, located = filesystem, filesystem_path(path, filesystem)
+        elif is_uri(path):
+            fs, located = pafs.FileSystem.from_uri(path)
+        else:
+            fs, located = pafs.LocalFileSystem(), path
+        scheme = path[: len(path) - len(located)] if path.endswith(located) else ""
+        info = fs.get_file_info(located)
+        if info.type == pafs.FileType.File:
+            yield path, fs, located
+            continue
+        listing = fs.get_file_info(pafs.FileSelector(located, recursive=True,
+                                                     allow_not_found=True))
+        for entry in sorted(listing, key=lambda entry: entry.path):
+            name = entry.path.rsplit("/", 1)[-1]
+            if (entry.type == pafs.FileType.File and name.endswith(suffixes)
+                    and not name.startswith((".", "_"))):
+                yield scheme + entry.path, fs, entry.path
+
+
+def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,
+               identity: Mapping[str, Any]) -> str | None:
+    """``"<file>, row <n>"`` (counted from 0 in that file) of the first row whose columns hold
+    ``identity``'s values (``{"eps_id": "e3", "t": 17}``), reading only those columns; ``None``
+    when no file has it."""
+    names = list(identity)
+    for shown, fs, path in input_files(paths, filesystem):
+        try:
+            table = pq.read_table(path, filesystem=fs, columns=names)
+        except (OSError, pa.ArrowException, KeyError):
+            continue
+        match = np.ones(table.num_rows, dtype=bool)
+        for name, value in identity.items():
+            match &= np.asarray(table.column(name).to_pylist(), dtype=object) == value
+        if match.any():
+            return f"{shown}, row {int(np.flatnonzero(match)[0])}"
+    return None
+
+
+def files_without(paths: list[str], filesystem: pafs.FileSystem | None,
+                  column: str) -> list[str]:
+    """The Parquet input files whose footer has no ``column``."""
+    return [shown for shown, fs, path in input_files(paths, filesystem)
+            if column not in pq.read_schema(path, filesystem=fs).names]
+
+
+class RowLocator:
+    """Names the rows of a PreLearner's batch in messages: by their file and row there, found
+    by their ``eps_id`` and ``t`` in the Parquet input (Ray Data's batches carry neither).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from offline_rl.columns import SCHEMA
+        >>> from offline_rl.data.data_config import DataConfig
+        >>> locator = RowLocator(DataConfig(input_=None), SCHEMA, "rows read")
+        >>> locator.place(pa.table({"eps_id": ["e3"], "t": [17]}))(0)
+        "the row with eps_id='e3', t=17"
+    """
+
+    def __init__(self, config: DataConfig, schema: Mapping[str, str], source: str) -> None:
+        self.config = config
+        self.identity_columns = [schema[field] for field in (Columns.EPS_ID, Columns.T)]
+        self.source = source
+
+    def place(self, table: pa.Table) -> Callable[[int], str]:
+        """``place(row)``: row ``row`` of ``table`` as ``"<file>, row <n> (eps_id=..., t=...)"``
+        (else by its ``eps_id`` and ``t``, else by its place in the batch)."""
+        def place(row: int) -> str:
+            identity = {name: table.column(name)[row].as_py() for name in self.identity_columns
+                        if name in table.column_names}
+            if not identity:
+                return (f"row {row} of a batch of {table.num_rows} rows (without "
+                        f"{self.identity_columns} columns, its file cannot be found)")
+            shown = ", ".join(f"{name}={value!r}" for name, value in identity.items())
+            found = (locate_row(self._paths(), self._filesystem(), identity)
+                     if self._reads_parquet() else None)
+            return f"{found} ({shown})" if found else f"the row with {shown}"
+        return place
+
+    def null_error(self, table: pa.Table, names: list[str]) -> DataFormatError | None:
+        """The error for the first missing (null) value among ``names``: the files without
+        that column, when Ray Data read it as nulls for them, else the value's file and row."""
+        column = next((name for name in names if table.column(name).null_count), None)
+        if column is None:
+            return None
+        lacking = (files_without(self._paths(), self._filesystem(), column)
+                   if self._reads_parquet() else [])
+        if lacking:
+            return DataFormatError(
+                f"{', '.join(lacking)} {'has' if len(lacking) == 1 else 'have'} no column "
+                f"{column!r}, which other input files have (Ray Data reads it as missing values "
+                "there); write the column to every file, or leave such files out of input_")
+        row = int(np.flatnonzero(table.column(column).is_null().to_numpy(
+            zero_copy_only=False))[0])
+        return DataFormatError(f"{self.source}: column {column!r} has a missing (null) value in "
+                               f"{self.place(table)(row)}; fill it or drop the row")
+
+    def _reads_parquet(self) -> bool:
+        return self.config.input_read_method == "read_parquet" and self.config.input_ is not None
+
+    def _filesystem(self) -> pafs.FileSystem | None:
+        return resolve_filesystem(self.config.input_filesystem,
+                                  self.config.input_filesystem_kwargs)
+
+    def _paths(self) -> list[str]:
+        return input_paths(self.config.input_, self._filesystem())
+
+
+def read_failure(error: BaseException) -> BaseException | None:
+    """The error of a file's contents behind Ray's wrappers: pyarrow's (a corrupt page, a
+    truncated file) or JSON's; ``None`` for any other error."""
+    return next((wrapped for wrapped in error_chain(error)
+                 if isinstance(wrapped, pa.ArrowException | json.JSONDecodeError)
+                 or type(wrapped) is OSError), None)
+
+
+def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read_method: str,
+                      budget_s: float = SEARCH_BUDGET_S) -> str | None:
+    """Reads the input files one at a time, as ``read_method`` does, until one fails: returns
+    ``"<file>, <row group or line>: <what failed>"``, or ``None`` when none fails (or only
+    ``read_parquet`` and ``read_json`` files, within ``budget_s`` seconds)."""
+    reader = {"read_parquet": _parquet_damage, "read_json": _json_damage}.get(read_method)
+    if reader is None:
+        return None
+    deadline = time.monotonic() + budget_s
+    for shown, fs, path in input_files(paths, filesystem, read_method):
+        if time.monotonic() > deadline:
+            return None
+        damage = reader(fs, path)
+        if damage is not None:
+            return f"{shown}, {damage}"
+    return None
+
+
+def _parquet_damage(fs: pafs.FileSystem, path: str) -> str | None:
+    try:
+        file = pq.ParquetFile(fs.open_input_file(path))
+    except (OSError, pa.ArrowException) as error:
+        return f"footer: {error}"
+    first_row = 0
+    for group in range(file.num_row_groups):
+        try:
+            file.read_row_group(group)
+        except (OSError, pa.ArrowException) as error:
+            rows = file.metadata.row_group(group).num_rows
+            return f"rows {first_row}-{first_row + rows - 1} (row group {group}): {error}"
+        first_row += file.metadata.row_group(group).num_rows
+    return None
+
+
+def _json_damage(fs: pafs.FileSystem, path: str) -> str | None:
+    with fs.open_input_stream(path) as stream:
+        text = stream.read().decode("utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as error:
+            try:
+                json.loads(text)  # one JSON document over several lines, not JSON lines
+            except json.JSONDecodeError:
+                return f"line {number}: not valid JSON ({error.msg} at column {error.colno})"
+            return None
+    return None
