@@ -438,3 +438,13 @@ def test_a_bad_row_is_named_by_its_file_and_row_there(ray_session, tmp_path, bc_
                                 batch_size=64)
     assert re.search(r"column 'obs' holds NaN or inf in .*part\.parquet, row 5000 "
                      r"\(eps_id='a', t=5000\)", message), message
+
+
+def test_a_bad_row_without_eps_id_and_t_is_found_by_its_values(ray_session, tmp_path,
+                                                                bc_config):
+    observations = np.arange(6000 * 4, dtype=np.float32).reshape(6000, 4) / 1e5
+    observations[5000, 2] = np.nan
+    table = rows(6000, obs=observations.tolist()).drop_columns(["eps_id", "t"])
+    message = first_batch_error(bc_config, tmp_path, table, batch_size=64)
+    assert re.search(r"column 'obs' holds NaN or inf in \S+part\.parquet, row 5000 \(1 row",
+                     message), message

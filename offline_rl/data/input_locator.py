@@ -19,9 +19,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
+from offline_rl.compression import looks_compressed
 from offline_rl.data.input_reader import input_paths
 from offline_rl.errors import DataFormatError, error_chain
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.formats.tabular import column_to_numpy
 
 if TYPE_CHECKING:
     from offline_rl.data.data_config import DataConfig
@@ -62,20 +64,28 @@ def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
 def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,
                identity: Mapping[str, Any]) -> str | None:
     """``"<file>, row <n>"`` (counted from 0 in that file) of the first row whose columns hold
-    ``identity``'s values (``{"eps_id": "e3", "t": 17}``), reading only those columns; ``None``
-    when no file has it."""
-    names = list(identity)
+    ``identity``'s values (``{"eps_id": "e3", "t": 17}``, or arrays: ``{"obs": [...]}``, NaN
+    equal to NaN), reading only those columns; ``None`` when no file has it."""
     for shown, fs, path in input_files(paths, filesystem):
         try:
-            table = pq.read_table(path, filesystem=fs, columns=names)
-        except (OSError, pa.ArrowException, KeyError):
-            continue
-        match = np.ones(table.num_rows, dtype=bool)
-        for name, value in identity.items():
-            match &= np.asarray(table.column(name).to_pylist(), dtype=object) == value
+            table = pq.read_table(path, filesystem=fs, columns=list(identity))
+            match = np.ones(table.num_rows, dtype=bool)
+            for name, value in identity.items():
+                match &= _holds(column_to_numpy(table.column(name), name), value)
+        except (OSError, pa.ArrowException, KeyError, DataFormatError, ValueError):
+            continue  # a file without these columns, or with other shapes: not this one
         if match.any():
             return f"{shown}, row {int(np.flatnonzero(match)[0])}"
     return None
+
+
+def _holds(values: np.ndarray, value: Any) -> np.ndarray:
+    """Which rows of ``values`` equal ``value`` (a scalar or an array; NaN equals NaN)."""
+    target = np.asarray(value)
+    same = values == target
+    if values.dtype.kind == "f":
+        same |= np.isnan(values) & np.isnan(target)
+    return same.reshape(len(values), -1).all(axis=1)
 
 
 def files_without(paths: list[str], filesystem: pafs.FileSystem | None,
@@ -87,7 +97,8 @@ def files_without(paths: list[str], filesystem: pafs.FileSystem | None,
 
 class RowLocator:
     """Names the rows of a PreLearner's batch in messages: by their file and row there, found
-    by their ``eps_id`` and ``t`` in the Parquet input (Ray Data's batches carry neither).
+    in the Parquet input by their ``eps_id`` and ``t`` (without those columns: by their
+    observations, actions and rewards). Ray Data's batches carry neither file nor row.
 
     Example:
         >>> import pyarrow as pa
@@ -101,22 +112,42 @@ class RowLocator:
     def __init__(self, config: DataConfig, schema: Mapping[str, str], source: str) -> None:
         self.config = config
         self.identity_columns = [schema[field] for field in (Columns.EPS_ID, Columns.T)]
+        self.value_columns = [schema[field] for field in (Columns.OBS, Columns.NEXT_OBS,
+                                                          Columns.ACTIONS, Columns.REWARDS)]
         self.source = source
 
     def place(self, table: pa.Table) -> Callable[[int], str]:
         """``place(row)``: row ``row`` of ``table`` as ``"<file>, row <n> (eps_id=..., t=...)"``
         (else by its ``eps_id`` and ``t``, else by its place in the batch)."""
+
         def place(row: int) -> str:
-            identity = {name: table.column(name)[row].as_py() for name in self.identity_columns
-                        if name in table.column_names}
-            if not identity:
-                return (f"row {row} of a batch of {table.num_rows} rows (without "
-                        f"{self.identity_columns} columns, its file cannot be found)")
-            shown = ", ".join(f"{name}={value!r}" for name, value in identity.items())
+            names = [name for name in self.identity_columns if name in table.column_names]
+            if names:
+                identity = {name: table.column(name)[row].as_py() for name in names}
+            else:
+                identity = self._row_values(table, row)
             found = (locate_row(self._paths(), self._filesystem(), identity)
-                     if self._reads_parquet() else None)
-            return f"{found} ({shown})" if found else f"the row with {shown}"
+                     if self._reads_parquet() and identity else None)
+            shown = ", ".join(f"{name}={identity[name]!r}" for name in names)
+            if found:
+                return f"{found} ({shown})" if shown else found
+            if shown:
+                return f"the row with {shown}"
+            return f"row {row} of a batch of {table.num_rows} rows (not found in the input files)"
         return place
+
+    def _row_values(self, table: pa.Table, row: int) -> dict[str, Any]:
+        """The row's observations, actions and rewards, those that are plain numbers."""
+        values = {}
+        for name in self.value_columns:
+            column = table.column(name) if name in table.column_names else None
+            if column is None or looks_compressed(column):
+                continue
+            try:
+                values[name] = column_to_numpy(column.slice(row, 1), name)[0]
+            except DataFormatError:  # a missing value: the other columns may still tell
+                continue
+        return values
 
     def null_error(self, table: pa.Table, names: list[str]) -> DataFormatError | None:
         """The error for the first missing (null) value among ``names``: the files without
@@ -184,7 +215,8 @@ def _parquet_damage(fs: pafs.FileSystem, path: str) -> str | None:
             file.read_row_group(group)
         except (OSError, pa.ArrowException) as error:
             rows = file.metadata.row_group(group).num_rows
-            return f"rows {first_row}-{first_row + rows - 1} (row group {group}): {error}"
+            return (f"rows {first_row}-{first_row + rows - 1} (row group {group}): "
+                    f"{str(error).rstrip('.')}")
         first_row += file.metadata.row_group(group).num_rows
     return None
 
