@@ -37,6 +37,8 @@ _LAZY = {
     "Algorithm": "offline_rl.algorithms.algorithm",
     "BCConfig": "offline_rl.algorithms.bc",
     "BC": "offline_rl.algorithms.bc",
+    "IQLConfig": "offline_rl.algorithms.iql",
+    "IQL": "offline_rl.algorithms.iql",
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",

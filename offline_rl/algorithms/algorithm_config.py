@@ -66,6 +66,8 @@ class AlgorithmConfig:
     """
 
     algo_name: ClassVar[str] = ""
+    #: The ``LearnerConfig`` (sub)class the learners get; a subclass adds the loss's fields.
+    learner_config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -268,8 +270,10 @@ class AlgorithmConfig:
         return self._set(locals())
 
     def _set(self, arguments: dict[str, Any]) -> AlgorithmConfig:
+        """Sets the given config fields (a builder's ``locals()``: its other names, ``self``
+        and ``kwargs`` say, are no fields and are skipped)."""
         for name, value in arguments.items():
-            if name != "self" and value is not NotProvided:
+            if name in vars(self) and value is not NotProvided:
                 setattr(self, name, value)
         return self
 
@@ -331,10 +335,12 @@ class AlgorithmConfig:
         })
 
     def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:
-        """What the learners need: optimizer, placement and iteration settings."""
-        return LearnerConfig(**{**self._fields_of(LearnerConfig),
-                                "learner_class": self.get_default_learner_class(),
-                                "module_spec": module_spec})
+        """What the learners need: optimizer, placement and iteration settings, and the
+        loss's hyperparameters (the fields of ``learner_config_class``)."""
+        config_class = self.learner_config_class
+        return config_class(**{**self._fields_of(config_class),
+                               "learner_class": self.get_default_learner_class(),
+                               "module_spec": module_spec})
 
     def recorder_config(self) -> RecorderConfig:
         """What a ``Recorder`` needs: the env, the env runners and the ``output*`` options."""
@@ -351,9 +357,13 @@ class AlgorithmConfig:
     # -------------------------------------------------------------------------- validation
     def validate(self) -> None:
         """Raises ``ConfigError`` listing every invalid field with what it must be."""
-        errors = [f"{field}: {problem}" for field, problem in config_problems(self)]
+        errors = [f"{field}: {problem}" for field, problem in self.problems()]
         if errors:
             raise ConfigError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
+
+    def problems(self) -> list[tuple[str, str]]:
+        """``(field, problem)`` for each invalid field; algorithms add their own."""
+        return config_problems(self)
 
     # ---------------------------------------------------------------------- serialization
     def copy(self) -> AlgorithmConfig:
@@ -414,8 +424,15 @@ class AlgorithmConfig:
         Path(path).write_text(yaml.safe_dump(_yaml_safe(self.to_dict()), sort_keys=False))
 
     def _section_fields(self, section: str) -> list[str]:
-        parameters = inspect.signature(getattr(self, section)).parameters
-        return [name for name in parameters if name in vars(self)]
+        """The fields a builder method sets: its parameters and, for a subclass's override
+        that passes ``**kwargs`` on, those of the methods it overrides."""
+        names: list[str] = []
+        for cls in reversed(type(self).__mro__):
+            method = vars(cls).get(section)
+            if method is not None:
+                names += [name for name in inspect.signature(method).parameters
+                          if name not in names]
+        return [name for name in names if name in vars(self)]
 
 
 def _yaml_safe(value: Any, where: str = "config") -> Any:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object, import_path
 
-_REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig"}
+_REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig",
+                                     "IQL": "offline_rl.algorithms.iql.iql:IQLConfig"}
 #: Every config class defined in this process, by ``"package.module:Name"``: a saved config
 #: comes back as its own class when that class is defined (nothing is imported to find it).
 _DEFINED: dict[str, type] = {}

@@ -1,9 +1,9 @@
-"""``Learner``: one torch module, its optimizer, and one gradient step per train batch."""
+"""``Learner``: one torch module, its optimizers, and one gradient step per train batch."""
 
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,9 @@ from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.errors import ConfigError, ResourceError
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
+
+#: The name of the optimizer of a learner that has one.
+DEFAULT_OPTIMIZER = "default"
 
 
 def resolve_device(num_gpus_per_learner: float) -> torch.device:
@@ -31,11 +34,26 @@ def resolve_device(num_gpus_per_learner: float) -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
 
 
-class Learner(ABC):
-    """Owns an RLModule and its optimizer; ``update(batch)`` is one gradient step.
+@dataclass
+class OptimizerSpec:
+    """One optimizer of a learner: the ``parameters`` it trains, its learning rate and its
+    gradient clipping (``None``: the config's ``grad_clip``)."""
 
-    Algorithms subclass it and implement ``compute_loss_for_module``. Batches arrive as flat
-    dicts of numpy columns; ``NumpyToTensor`` moves them onto the learner's device.
+    parameters: list[torch.nn.Parameter]
+    lr: float
+    grad_clip: float | None = None
+
+
+class Learner:
+    """Owns an RLModule and its optimizers; ``update(batch)`` is one gradient step.
+
+    Algorithms with one loss subclass it and implement ``compute_loss_for_module``. Those with
+    several networks (actor, critics, value function) override ``configure_optimizers`` (one
+    Adam per network, each with its own ``lr`` and clipping) and ``compute_losses`` (one loss
+    per optimizer: each optimizer steps on the gradient of its own loss only, so an actor loss
+    computed through a critic leaves the critic's gradients alone), and update target
+    networks in ``after_gradient_based_update``. Batches arrive as flat dicts of numpy columns;
+    ``NumpyToTensor`` moves them onto the learner's device.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -57,14 +75,33 @@ class Learner(ABC):
         if config.seed is not None:
             torch.manual_seed(config.seed)
         self.module = module_spec.build().to(self.device)
-        self.optimizer = torch.optim.Adam(self.module.parameters(), lr=config.lr)
+        self.optimizer_specs = self.configure_optimizers()
+        self.optimizers = {name: torch.optim.Adam(spec.parameters, lr=spec.lr)
+                           for name, spec in self.optimizer_specs.items()}
         self._to_tensor = NumpyToTensor(device=self.device)
 
-    @abstractmethod
+    def configure_optimizers(self) -> dict[str, OptimizerSpec]:
+        """The optimizers by name; by default one, ``"default"``, over the whole module."""
+        return {DEFAULT_OPTIMIZER: OptimizerSpec(list(self.module.parameters()), self.config.lr)}
+
+    def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
+                       ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """Each optimizer's loss, by name, and named scalar tensors to report. By default the
+        one optimizer's loss is ``compute_loss_for_module``'s."""
+        loss, stats = self.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, batch=batch,
+                                                   fwd_out=fwd_out)
+        return {DEFAULT_OPTIMIZER: loss}, stats
+
     def compute_loss_for_module(
         self, *, module_id: str, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Returns the loss to minimize and named scalar tensors to report."""
+        """Returns the loss to minimize and named scalar tensors to report (learners with one
+        optimizer implement this; learners with several, ``compute_losses``)."""
+        raise ConfigError(f"{type(self).__name__} defines no loss: implement "
+                          "compute_loss_for_module (one optimizer) or compute_losses (several)")
+
+    def after_gradient_based_update(self) -> None:
+        """Runs after every optimizer step (target-network updates go here)."""
 
     def update(self, batch: dict[str, np.ndarray] | None) -> dict[str, float] | None:
         """One gradient step on ``batch``; returns the step's metrics as floats.
@@ -73,24 +110,25 @@ class Learner(ABC):
         over the learners that had a batch; a learner without one (``None``) still takes part,
         so all take the same step. Returns ``None`` when no learner had a batch (no step)."""
         started = time.perf_counter()
-        self.optimizer.zero_grad(set_to_none=True)
+        for optimizer in self.optimizers.values():
+            optimizer.zero_grad(set_to_none=True)
         reported: dict[str, torch.Tensor] = {}
         if batch is not None:
             tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
             fwd_out = self.module.forward_train(tensors)
-            loss, stats = self.compute_loss_for_module(
-                module_id=DEFAULT_MODULE_ID, batch=tensors, fwd_out=fwd_out
-            )
-            loss.backward()
-            reported = {"total_loss": loss.detach(), **{k: v.detach() for k, v in stats.items()}}
+            losses, stats = self.compute_losses(batch=tensors, fwd_out=fwd_out)
+            self._backward(losses)
+            reported = {"total_loss": torch.stack(list(losses.values())).sum().detach(),
+                        **{k: v.detach() for k, v in stats.items()}}
         if dist.is_initialized():
             if not self._average_gradients(has_batch=batch is not None):
                 return None
         elif batch is None:
             return None
-        if self.config.grad_clip is not None:
-            reported["gradients_global_norm"] = self._clip_gradients()
-        self.optimizer.step()
+        reported.update(self._clip_gradients())
+        for optimizer in self.optimizers.values():
+            optimizer.step()
+        self.after_gradient_based_update()
         if batch is None:
             return {}
         values = torch.stack(list(reported.values())).tolist()
@@ -99,10 +137,22 @@ class Learner(ABC):
         metrics["learner_update_timer"] = time.perf_counter() - started
         return metrics
 
+    def _backward(self, losses: dict[str, torch.Tensor]) -> None:
+        """Sets each optimizer's parameters' gradients to those of its own loss."""
+        if len(losses) == 1:
+            next(iter(losses.values())).backward()
+            return
+        for name, loss in losses.items():
+            parameters = self.optimizer_specs[name].parameters
+            grads = torch.autograd.grad(loss, parameters, retain_graph=True, allow_unused=True)
+            for parameter, grad in zip(parameters, grads):
+                parameter.grad = grad
+
     def _average_gradients(self, *, has_batch: bool) -> bool:
         """All-reduces the gradients (one flat buffer) and the count of learners with a batch;
         divides by that count. False when no learner had a batch."""
-        parameters = [p for p in self.module.parameters() if p.requires_grad]
+        parameters = [p for spec in self.optimizer_specs.values() for p in spec.parameters
+                      if p.requires_grad]
         grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in parameters]
         flat = torch.cat([g.reshape(-1) for g in grads]
                          + [torch.ones(1, device=self.device) * has_batch])
@@ -117,25 +167,35 @@ class Learner(ABC):
             offset += grad.numel()
         return True
 
-    def _clip_gradients(self) -> torch.Tensor:
-        parameters = [p for p in self.module.parameters() if p.grad is not None]
-        clip, by = self.config.grad_clip, self.config.grad_clip_by
-        norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
-        if by == "global_norm":
-            torch.nn.utils.clip_grad_norm_(parameters, clip)
-        elif by == "norm":
-            for parameter in parameters:
-                torch.nn.utils.clip_grad_norm_([parameter], clip)
-        else:
-            torch.nn.utils.clip_grad_value_(parameters, clip)
-        return norm.detach()
+    def _clip_gradients(self) -> dict[str, torch.Tensor]:
+        """Clips each optimizer's gradients (``grad_clip_by``); returns their norms before
+        clipping, as ``gradients_global_norm`` (one optimizer) or ``<name>_gradients_...``."""
+        norms = {}
+        for name, spec in self.optimizer_specs.items():
+            clip = self.config.grad_clip if spec.grad_clip is None else spec.grad_clip
+            if clip is None:
+                continue
+            parameters = [p for p in spec.parameters if p.grad is not None]
+            norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
+            if self.config.grad_clip_by == "global_norm":
+                torch.nn.utils.clip_grad_norm_(parameters, clip)
+            elif self.config.grad_clip_by == "norm":
+                for parameter in parameters:
+                    torch.nn.utils.clip_grad_norm_([parameter], clip)
+            else:
+                torch.nn.utils.clip_grad_value_(parameters, clip)
+            prefix = "" if name == DEFAULT_OPTIMIZER else f"{name}_"
+            norms[f"{prefix}gradients_global_norm"] = norm.detach()
+        return norms
 
     def get_state(self) -> dict[str, Any]:
-        """Module weights and optimizer state."""
-        return {"module": self.module.state_dict(), "optimizer": self.optimizer.state_dict()}
+        """Module weights (target networks included) and each optimizer's state."""
+        return {"module": self.module.state_dict(),
+                "optimizers": {name: optimizer.state_dict()
+                               for name, optimizer in self.optimizers.items()}}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restores what ``get_state`` returned (the optimizer's state only when given); a
+        """Restores what ``get_state`` returned (the optimizers' state only when given); a
         module state of another shape is a ``ConfigError``."""
         try:
             self.module.load_state_dict(state["module"])
@@ -145,8 +205,13 @@ class Learner(ABC):
                 f"the saved module does not fit the module this config builds ({first_line}). "
                 "Build with the config it was saved with: Algorithm.from_checkpoint(path) reads "
                 "it") from None
-        if "optimizer" in state:
-            self.optimizer.load_state_dict(state["optimizer"])
+        saved = state.get("optimizers", {})
+        if saved and set(saved) != set(self.optimizers):
+            raise ConfigError(f"the saved optimizers {sorted(saved)} are not this learner's "
+                              f"{sorted(self.optimizers)}; load the checkpoint with the "
+                              "algorithm it was saved with")
+        for name, optimizer_state in saved.items():
+            self.optimizers[name].load_state_dict(optimizer_state)
 
     def save_state(self, path: str | Path) -> None:
         """Writes the state to ``path`` (a torch file)."""

@@ -1,0 +1,110 @@
+"""Implicit Q-learning (IQL; Kostrikov et al., 2021): learns Q and V from the logged actions
+only, with an expectile value loss, then extracts the policy by advantage-weighted regression."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from offline_rl.algorithms.algorithm import Algorithm
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.models.rl_module_spec import RLModuleSpec
+
+#: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.
+ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLModule"
+
+
+@dataclass
+class IQLLearnerConfig(LearnerConfig):
+    """``LearnerConfig`` plus IQL's hyperparameters (see ``IQLConfig.training``)."""
+
+    actor_lr: float = 3e-4
+    critic_lr: float = 3e-4
+    value_lr: float = 3e-4
+    gamma: float = 0.99
+    expectile: float = 0.7
+    beta: float = 3.0
+    max_advantage_weight: float = 100.0
+    tau: float = 0.005
+
+
+class IQLConfig(AlgorithmConfig):
+    """Configuration of implicit Q-learning, for ``Discrete`` or ``Box`` actions.
+
+    Example:
+        >>> config = (IQLConfig().environment("Pendulum-v1")
+        ...           .training(beta=3.0, expectile=0.7, actor_lr=3e-4)
+        ...           .offline_data(input_="data/pendulum-medium"))
+        >>> config.algo_class.__name__, config.to_dict()["training"]["expectile"]
+        ('IQL', 0.7)
+    """
+
+    algo_name = "IQL"
+    learner_config_class = IQLLearnerConfig
+
+    def __init__(self) -> None:
+        super().__init__()
+        defaults = IQLLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
+        self.train_batch_size_per_learner = 256
+        self.model_config = {"fcnet_hiddens": [256, 256]}
+        self.actor_lr = defaults.actor_lr
+        self.critic_lr = defaults.critic_lr
+        self.value_lr = defaults.value_lr
+        self.gamma = defaults.gamma
+        self.expectile = defaults.expectile
+        self.beta = defaults.beta
+        self.max_advantage_weight = defaults.max_advantage_weight
+        self.tau = defaults.tau
+
+    def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
+                 value_lr: float = NotProvided, gamma: float = NotProvided,
+                 expectile: float = NotProvided, beta: float = NotProvided,
+                 max_advantage_weight: float = NotProvided, tau: float = NotProvided,
+                 **kwargs: Any) -> IQLConfig:
+        """``AlgorithmConfig.training``'s settings plus IQL's: the learning rates of the
+        policy, the Q-networks and the V-network (``lr`` is unused); the discount ``gamma``;
+        the ``expectile`` the V-network fits of the target Q-values (0.5: their mean; near 1:
+        their maximum over the logged actions); the inverse temperature ``beta`` of the
+        advantage weights ``exp(beta * (Q - V))``, capped at ``max_advantage_weight``; and the
+        Polyak coefficient ``tau`` of the target Q-networks."""
+        super().training(**kwargs)
+        return self._set(locals())
+
+    @property
+    def algo_class(self) -> type[Algorithm]:
+        """``IQL``."""
+        return IQL
+
+    def get_default_learner_class(self) -> type:
+        """``IQLTorchLearner`` (imported here: torch loads only where learners run)."""
+        from offline_rl.algorithms.iql.iql_learner import IQLTorchLearner
+
+        return IQLTorchLearner
+
+    def get_rl_module_spec(self, observation_space: Any, action_space: Any) -> RLModuleSpec:
+        """The actor-critic module unless ``rl_module_spec`` names another."""
+        spec = super().get_rl_module_spec(observation_space, action_space)
+        if spec.module_class is None:
+            spec.module_class = ACTOR_CRITIC_MODULE
+        return spec
+
+    def problems(self) -> list[tuple[str, str]]:
+        """The base checks plus IQL's ranges."""
+        wanted = {"expectile": ("strictly between 0 and 1", lambda value: 0 < value < 1),
+                  "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
+                  "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+                  **{field: ("> 0", lambda value: value > 0)
+                     for field in ("actor_lr", "critic_lr", "value_lr", "beta",
+                                   "max_advantage_weight")}}
+        problems = super().problems()
+        for field, (what, holds) in wanted.items():
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not holds(value):
+                problems.append((field, f"must be a number {what}, got {value!r}"))
+        return problems
+
+
+class IQL(Algorithm):
+    """Implicit Q-learning: ``train()`` takes one step of the value, Q and policy losses per
+    train batch (see ``IQLTorchLearner``)."""

@@ -1,0 +1,86 @@
+"""The default policy network plus the critics value-based offline RL learns with: twin
+Q-networks with Polyak-averaged targets and a state-value network."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.torch_rl_module import DefaultTorchRLModule, mlp
+
+#: Name prefixes of the critics' parameters (all but these belong to the policy).
+CRITIC_PREFIXES = ("qf", "vf")
+
+
+class ActorCriticTorchRLModule(DefaultTorchRLModule):
+    """``DefaultTorchRLModule``'s policy (it acts, as in evaluation and recording) plus twin
+    Q-networks ``qf``/``qf_twin``, their targets, and a state-value network ``vf``, each an MLP
+    of ``fcnet_hiddens``. With ``Discrete`` actions a Q-network maps an observation to one value
+    per action; with ``Box`` actions, an observation and an action to one value.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> module = ActorCriticTorchRLModule(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2),
+        ...                                   DefaultModelConfig(fcnet_hiddens=[16]))
+        >>> obs, actions = torch.zeros(5, 3), torch.tensor([0, 1, 0, 1, 1])
+        >>> [q.shape for q in module.q_values(obs, actions)], module.state_value(obs).shape
+        ([torch.Size([5]), torch.Size([5])], torch.Size([5]))
+        >>> module.q_values(obs)[0].shape  # every action's value
+        torch.Size([5, 2])
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 model_config: DefaultModelConfig):
+        super().__init__(observation_space, action_space, model_config)
+        obs_dim = (int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
+                   else int(np.prod(observation_space.shape)))
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        inputs = obs_dim if self.discrete else obs_dim + int(np.prod(action_space.shape))
+        outputs = int(action_space.n) if self.discrete else 1
+        hiddens, activation = list(model_config.fcnet_hiddens), model_config.fcnet_activation
+        self.qf = mlp([inputs, *hiddens, outputs], activation, activate_last=False)
+        self.qf_twin = mlp([inputs, *hiddens, outputs], activation, activate_last=False)
+        self.vf = mlp([obs_dim, *hiddens, 1], activation, activate_last=False)
+        self.qf_target = copy.deepcopy(self.qf).requires_grad_(False)
+        self.qf_twin_target = copy.deepcopy(self.qf_twin).requires_grad_(False)
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        """The policy's parameters (encoder and head)."""
+        return [parameter for name, parameter in self.named_parameters()
+                if not name.startswith(CRITIC_PREFIXES)]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        """Both Q-networks' parameters (not their targets')."""
+        return [*self.qf.parameters(), *self.qf_twin.parameters()]
+
+    def q_values(self, obs: torch.Tensor, actions: torch.Tensor | None = None, *,
+                 target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both Q-networks' (or their targets') values of ``actions`` in ``obs``: shape
+        ``(batch,)``; for ``Discrete`` actions without ``actions``, every action's:
+        ``(batch, n)``."""
+        networks = (self.qf_target, self.qf_twin_target) if target else (self.qf, self.qf_twin)
+        encoded = self._encode_obs(obs)
+        if not self.discrete:
+            inputs = torch.cat([encoded, actions.reshape(len(actions), -1).float()], dim=-1)
+            return tuple(network(inputs).squeeze(-1) for network in networks)
+        values = [network(encoded) for network in networks]
+        if actions is None:
+            return tuple(values)
+        index = actions.long().reshape(-1, 1)
+        return tuple(value.gather(1, index).squeeze(-1) for value in values)
+
+    def state_value(self, obs: torch.Tensor) -> torch.Tensor:
+        """``V(obs)``, shape ``(batch,)``."""
+        return self.vf(self._encode_obs(obs)).squeeze(-1)
+
+    def update_targets(self, tau: float) -> None:
+        """Moves each target network ``tau`` of the way to its Q-network (Polyak averaging)."""
+        with torch.no_grad():
+            for target, source in ((self.qf_target, self.qf), (self.qf_twin_target, self.qf_twin)):
+                for target_parameter, parameter in zip(target.parameters(), source.parameters()):
+                    target_parameter.lerp_(parameter, tau)

@@ -1,0 +1,153 @@
+"""Learners with several networks (one optimizer per loss, target networks) and IQL on them:
+the optimizers' separation, Polyak targets, two learners in lockstep, checkpoints, learning."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import ray
+import torch
+
+from offline_rl import Algorithm, BCConfig, IQLConfig
+from offline_rl.algorithms.checkpoint import load_module, read_config
+from offline_rl.columns import Columns
+from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.errors import ConfigError
+from offline_rl.models.actor_critic_module import ActorCriticTorchRLModule
+
+pytestmark = pytest.mark.timeout(240)
+
+BOX = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+ADAM_BETA1 = 0.9  # torch's default: the first moment after one step is 0.1 * gradient
+
+
+class CoupledLearner(Learner):
+    """An actor loss computed through the critic (as TD3+BC's and CQL's are)."""
+
+    def configure_optimizers(self) -> dict[str, OptimizerSpec]:
+        return {"policy": OptimizerSpec(self.module.policy_parameters(), 1e-3),
+                "critic": OptimizerSpec(self.module.critic_parameters(), 1e-3)}
+
+    def compute_losses(self, *, batch, fwd_out):
+        q_value, _ = self.module.q_values(batch[Columns.OBS], batch[Columns.ACTIONS])
+        policy_action = fwd_out[Columns.ACTION_DIST_INPUTS][:, :1]
+        through_critic, _ = self.module.q_values(batch[Columns.OBS], policy_action)
+        losses = {"policy": -through_critic.mean(),
+                  "critic": (q_value - batch[Columns.REWARDS]).pow(2).mean()}
+        return losses, {}
+
+
+def small_batch(rows: int = 8) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {"obs": rng.uniform(-1, 1, (rows, 3)).astype(np.float32),
+            "actions": rng.uniform(-1, 1, (rows, 1)).astype(np.float32),
+            "rewards": rng.normal(size=rows).astype(np.float32),
+            "new_obs": rng.uniform(-1, 1, (rows, 3)).astype(np.float32),
+            "terminateds": np.zeros(rows, bool)}
+
+
+def box_spec(config_class=IQLConfig):
+    config = config_class().rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0)
+    return config, config.get_rl_module_spec(BOX, gym.spaces.Box(-1.0, 1.0, (1,), np.float32))
+
+
+def test_each_optimizer_steps_on_the_gradient_of_its_own_loss_only():
+    config, spec = box_spec()
+    learner = CoupledLearner(config.learner_config(spec))
+    batch = small_batch()
+    tensors = {name: torch.as_tensor(value) for name, value in batch.items()}
+    critic_loss = (learner.module.q_values(tensors["obs"], tensors["actions"])[0]
+                   - tensors["rewards"]).pow(2).mean()
+    expected = torch.autograd.grad(critic_loss, learner.module.critic_parameters(),
+                                   allow_unused=True)
+    learner.update(batch)
+    critic = learner.optimizers["critic"]
+    for parameter, grad in zip(learner.module.critic_parameters(), expected):
+        if grad is None:  # qf_twin: no part in either loss here, so Adam left it alone
+            assert "exp_avg" not in critic.state[parameter]
+            continue
+        # The policy loss's gradient reached qf too, but left no trace in the critic's step.
+        torch.testing.assert_close(critic.state[parameter]["exp_avg"], (1 - ADAM_BETA1) * grad)
+    assert any(grad is None for grad in expected) and not all(grad is None for grad in expected)
+
+
+def test_target_networks_move_tau_of_the_way_by_polyak_averaging():
+    config, spec = box_spec()
+    learner = config.get_default_learner_class()(config.learner_config(spec))
+    module = learner.module
+    before = [p.clone() for p in module.qf_target.parameters()]
+    learner.update(small_batch())
+    tau = config.tau
+    for old, target, source in zip(before, module.qf_target.parameters(),
+                                   module.qf.parameters()):
+        torch.testing.assert_close(target, (1 - tau) * old + tau * source)
+        assert not target.requires_grad
+
+
+def test_a_learner_without_a_loss_says_what_to_implement():
+    config, spec = box_spec(BCConfig)
+    with pytest.raises(ConfigError, match="Learner defines no loss: implement "
+                                          "compute_loss_for_module .* or compute_losses"):
+        Learner(config.learner_config(spec)).update(small_batch())
+
+
+def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):
+    config = IQLConfig().training(expectile=0.8, beta=2.0, lr=1e-3)
+    config.to_yaml(tmp_path / "iql.yaml")
+    again = IQLConfig.from_yaml(tmp_path / "iql.yaml")
+    assert type(again) is IQLConfig and again.to_dict() == config.to_dict()
+    assert again.expectile == 0.8 and again.beta == 2.0 and again.lr == 1e-3
+    with pytest.raises(ConfigError, match=r"expectile: must be a number strictly between 0 and "
+                                          r"1, got 1\.0(.|\n)*tau: must be a number in \(0, 1\], "
+                                          r"got 0"):
+        IQLConfig().training(expectile=1.0, tau=0).validate()
+
+
+def test_two_iql_learners_stay_identical_networks_targets_and_optimizers(ray_session,
+                                                                        cartpole_data):
+    config = (IQLConfig().environment("CartPole-v1")
+              .training(train_batch_size_per_learner=128)
+              .learners(num_learners=2, num_cpus_per_learner=0.25)
+              .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=5,
+                            map_batches_kwargs={"num_cpus": 0.5})
+              .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
+    with config.build() as algo:
+        algo.train()
+        states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
+    first, second = states
+    assert set(first["module"]) >= {"qf_target.0.weight", "vf.0.weight", "qf_twin.0.weight"}
+    for name, tensor in first["module"].items():
+        assert torch.equal(tensor, second["module"][name]), name
+    assert sorted(first["optimizers"]) == ["critic", "policy", "value"]
+    for name, optimizer in first["optimizers"].items():
+        for key, moments in optimizer["state"].items():
+            assert torch.equal(moments["exp_avg"], second["optimizers"][name]["state"][key]
+                               ["exp_avg"]), name
+
+
+@pytest.mark.timeout(300)
+def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_session,
+                                                                           tmp_path):
+    from offline_rl.datasets import make_dataset
+
+    data = tmp_path / "cartpole-mixed"
+    make_dataset("CartPole-v1", data, tier="mixed", episodes=60, seed=0, progress=False)
+    config = (IQLConfig().environment("CartPole-v1")
+              .offline_data(input_=str(data), dataset_num_iters_per_learner=250)
+              .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
+    returns = []
+    with config.build() as algo:
+        while len(returns) < 8 and (not returns or returns[-1] < 450):
+            returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+        greedy = algo.module.compute_actions(np.zeros((1, 4), np.float32))
+    assert returns[-1] >= 450, returns
+    assert type(read_config(checkpoint)) is IQLConfig
+    module = load_module(checkpoint)
+    assert isinstance(module, ActorCriticTorchRLModule)
+    np.testing.assert_array_equal(module.compute_actions(np.zeros((1, 4), np.float32)), greedy)
+    with Algorithm.from_checkpoint(checkpoint) as restored:
+        assert restored.iteration == len(returns)
+        assert sorted(restored.learner_group._local.learner.optimizers) == [
+            "critic", "policy", "value"]
