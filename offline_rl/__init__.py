@@ -39,6 +39,8 @@ _LAZY = {
     "BC": "offline_rl.algorithms.bc",
     "IQLConfig": "offline_rl.algorithms.iql",
     "IQL": "offline_rl.algorithms.iql",
+    "TD3BCConfig": "offline_rl.algorithms.td3bc",
+    "TD3BC": "offline_rl.algorithms.td3bc",
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",

@@ -3,6 +3,7 @@ with what the field must be."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from offline_rl.errors import ConfigError
@@ -162,3 +163,15 @@ def _positive_int(value: Any) -> bool:
 
 def _non_negative_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def number_problems(config: Any, wanted: dict[str, tuple[str, Callable[[float], bool]]]
+                    ) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each field of ``wanted`` (``field: (what, holds)``) whose value
+    is not a number for which ``holds`` is true; ``what`` says what it must be."""
+    problems = []
+    for field, (what, holds) in wanted.items():
+        value = getattr(config, field)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not holds(value):
+            problems.append((field, f"must be a number {what}, got {value!r}"))
+    return problems

@@ -18,7 +18,8 @@ from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object, import_path
 
 _REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig",
-                                     "IQL": "offline_rl.algorithms.iql.iql:IQLConfig"}
+                                     "IQL": "offline_rl.algorithms.iql.iql:IQLConfig",
+                                     "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig"}
 #: Every config class defined in this process, by ``"package.module:Name"``: a saved config
 #: comes back as its own class when that class is defined (nothing is imported to find it).
 _DEFINED: dict[str, type] = {}

@@ -86,8 +86,9 @@ class Learner:
 
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        """Each optimizer's loss, by name, and named scalar tensors to report. By default the
-        one optimizer's loss is ``compute_loss_for_module``'s."""
+        """Each optimizer's loss, by name (an optimizer may be left out of a step, as a
+        delayed policy update does), and named scalar tensors to report. By default the one
+        optimizer's loss is ``compute_loss_for_module``'s."""
         loss, stats = self.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, batch=batch,
                                                    fwd_out=fwd_out)
         return {DEFAULT_OPTIMIZER: loss}, stats
@@ -138,8 +139,9 @@ class Learner:
         return metrics
 
     def _backward(self, losses: dict[str, torch.Tensor]) -> None:
-        """Sets each optimizer's parameters' gradients to those of its own loss."""
-        if len(losses) == 1:
+        """Sets each optimizer's parameters' gradients to those of its own loss (an optimizer
+        without a loss this step has none, and does not step)."""
+        if len(self.optimizers) == 1:
             next(iter(losses.values())).backward()
             return
         for name, loss in losses.items():

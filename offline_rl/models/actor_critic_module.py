@@ -13,8 +13,8 @@ from torch import nn
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.torch_rl_module import DefaultTorchRLModule, mlp
 
-#: Name prefixes of the critics' parameters (all but these belong to the policy).
-CRITIC_PREFIXES = ("qf", "vf")
+#: Name prefixes of the parameters that are not the policy's: the critics, the targets.
+NOT_POLICY_PREFIXES = ("qf", "vf", "encoder_target", "pi_target")
 
 
 class ActorCriticTorchRLModule(DefaultTorchRLModule):
@@ -52,7 +52,7 @@ class ActorCriticTorchRLModule(DefaultTorchRLModule):
     def policy_parameters(self) -> list[nn.Parameter]:
         """The policy's parameters (encoder and head)."""
         return [parameter for name, parameter in self.named_parameters()
-                if not name.startswith(CRITIC_PREFIXES)]
+                if not name.startswith(NOT_POLICY_PREFIXES)]
 
     def critic_parameters(self) -> list[nn.Parameter]:
         """Both Q-networks' parameters (not their targets')."""
@@ -80,7 +80,43 @@ class ActorCriticTorchRLModule(DefaultTorchRLModule):
 
     def update_targets(self, tau: float) -> None:
         """Moves each target network ``tau`` of the way to its Q-network (Polyak averaging)."""
-        with torch.no_grad():
-            for target, source in ((self.qf_target, self.qf), (self.qf_twin_target, self.qf_twin)):
-                for target_parameter, parameter in zip(target.parameters(), source.parameters()):
-                    target_parameter.lerp_(parameter, tau)
+        _polyak((self.qf_target, self.qf), (self.qf_twin_target, self.qf_twin), tau=tau)
+
+
+class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
+    """``ActorCriticTorchRLModule`` plus a Polyak-averaged target copy of the policy, for
+    deterministic actor-critics (TD3+BC); their actions are the policy's means.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> module = TargetPolicyActorCriticTorchRLModule(
+        ...     gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)),
+        ...     DefaultModelConfig(fcnet_hiddens=[16]))
+        >>> module.mean_actions(torch.zeros(5, 3), target=True).shape
+        torch.Size([5, 1])
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 model_config: DefaultModelConfig):
+        super().__init__(observation_space, action_space, model_config)
+        self.encoder_target = copy.deepcopy(self.encoder).requires_grad_(False)
+        self.pi_target = copy.deepcopy(self.pi).requires_grad_(False)
+
+    def mean_actions(self, obs: torch.Tensor, *, target: bool = False) -> torch.Tensor:
+        """The policy's (or its target's) mean action in ``obs``, not clipped."""
+        encoder, pi = (self.encoder_target, self.pi_target) if target else (self.encoder,
+                                                                             self.pi)
+        outputs = pi(encoder(self._encode_obs(obs)))
+        return outputs if self.log_std is not None else outputs.chunk(2, dim=-1)[0]
+
+    def update_policy_target(self, tau: float) -> None:
+        """Moves the target policy ``tau`` of the way to the policy (Polyak averaging)."""
+        _polyak((self.encoder_target, self.encoder), (self.pi_target, self.pi), tau=tau)
+
+
+def _polyak(*pairs: tuple[nn.Module, nn.Module], tau: float) -> None:
+    """``target <- (1 - tau) * target + tau * source`` for each ``(target, source)``."""
+    with torch.no_grad():
+        for target, source in pairs:
+            for target_parameter, parameter in zip(target.parameters(), source.parameters()):
+                target_parameter.lerp_(parameter, tau)

@@ -8,6 +8,7 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
 
@@ -97,11 +98,7 @@ class IQLConfig(AlgorithmConfig):
                   **{field: ("> 0", lambda value: value > 0)
                      for field in ("actor_lr", "critic_lr", "value_lr", "beta",
                                    "max_advantage_weight")}}
-        problems = super().problems()
-        for field, (what, holds) in wanted.items():
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not holds(value):
-                problems.append((field, f"must be a number {what}, got {value!r}"))
+        problems = super().problems() + number_problems(self, wanted)
         return problems
 
 

@@ -1,5 +1,6 @@
-"""Learners with several networks (one optimizer per loss, target networks) and IQL on them:
-the optimizers' separation, Polyak targets, two learners in lockstep, checkpoints, learning."""
+"""Learners with several networks (one optimizer per loss, target networks), and IQL and
+TD3+BC on them: the optimizers' separation, Polyak targets, the losses on hand-checkable
+batches, two learners in lockstep, checkpoints, learning."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import ray
 import torch
 
-from offline_rl import Algorithm, BCConfig, IQLConfig
+from offline_rl import Algorithm, BCConfig, IQLConfig, TD3BCConfig
 from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
@@ -151,3 +152,27 @@ def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_s
         assert restored.iteration == len(returns)
         assert sorted(restored.learner_group._local.learner.optimizers) == [
             "critic", "policy", "value"]
+
+
+def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning():
+    config, spec = box_spec(TD3BCConfig)
+    config.training(policy_delay=1, alpha=2.5)
+    learner = config.get_default_learner_class()(config.learner_config(spec))
+    batch = small_batch()
+    obs, actions = torch.as_tensor(batch["obs"]), torch.as_tensor(batch["actions"])
+    with torch.no_grad():
+        policy_actions = learner.module.mean_actions(obs).clamp(-1.0, 1.0)
+        q_value = learner.module.qf(torch.cat([obs, policy_actions], dim=-1)).squeeze(-1)
+        expected = (-2.5 * q_value.mean() / q_value.abs().mean()
+                    + (policy_actions - actions).pow(2).mean())
+    metrics = learner.update(batch)
+    assert metrics["policy_loss"] == pytest.approx(expected.item(), rel=1e-5)
+    assert metrics["bc_loss"] == pytest.approx((policy_actions - actions).pow(2).mean().item(),
+                                               rel=1e-5)
+
+
+def test_td3bc_refuses_discrete_actions_naming_the_alternatives():
+    with pytest.raises(ConfigError, match=r"TD3\+BC needs Box \(continuous\) actions, but the "
+                                          r"action space is Discrete\(2\); for discrete actions "
+                                          r"use IQLConfig"):
+        TD3BCConfig().get_rl_module_spec(BOX, gym.spaces.Discrete(2))

@@ -1,0 +1,88 @@
+"""TD3+BC's losses: clipped double-Q TD learning with target-policy smoothing, and a
+deterministic actor that maximizes Q while staying close to the logged actions."""
+
+from __future__ import annotations
+
+import torch
+
+from offline_rl.columns import Columns
+from offline_rl.core.learner import Learner, OptimizerSpec
+
+
+class TD3BCTorchLearner(Learner):
+    """Two optimizers (``TD3BCConfig.training`` names the settings):
+
+    - ``critic``: ``(Q_i(s, a) - (r + gamma * (1 - terminated) * min_i Q_target_i(s', a')))**2``
+      for both Q, where ``a'`` is the target policy's action plus clipped Gaussian noise;
+    - ``policy``, every ``policy_delay`` steps:
+      ``-alpha * Q(s, pi(s)) / mean|Q| + (pi(s) - a)**2``, with ``pi(s)`` clipped to the
+      action space; the targets (Q and policy) then move ``tau`` towards their networks.
+
+    The step counter that times the delayed updates starts at 0 in each process (a restored
+    learner may shift their phase by up to ``policy_delay - 1`` steps).
+
+    Example:
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl.algorithms.td3bc import TD3BCConfig
+        >>> config = TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [8]})
+        >>> spec = config.get_rl_module_spec(gym.spaces.Box(-1, 1, (2,), np.float32),
+        ...                                  gym.spaces.Box(-1, 1, (1,), np.float32))
+        >>> learner = TD3BCTorchLearner(config.learner_config(spec))
+        >>> batch = {"obs": np.zeros((4, 2), np.float32), "actions": np.zeros((4, 1), np.float32),
+        ...          "rewards": np.ones(4, np.float32), "new_obs": np.zeros((4, 2), np.float32),
+        ...          "terminateds": np.array([False, False, False, True])}
+        >>> [sorted(name for name in learner.update(batch) if name.endswith("_loss"))
+        ...  for _ in range(2)]  # the policy steps on every second update
+        [['critic_loss', 'total_loss'], ['bc_loss', 'critic_loss', 'policy_loss', 'total_loss']]
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        space = self.module.action_space
+        self._low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+        self._high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+        self._steps = 0
+
+    def configure_optimizers(self) -> dict[str, OptimizerSpec]:
+        """``policy`` and ``critic`` (both Q-networks), each with its own ``lr``."""
+        module, config = self.module, self.config
+        return {"policy": OptimizerSpec(module.policy_parameters(), config.actor_lr),
+                "critic": OptimizerSpec(module.critic_parameters(), config.critic_lr)}
+
+    def _clip(self, actions: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(torch.minimum(actions, self._high), self._low)
+
+    def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
+                       ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """The critic's loss, and the policy's on its steps (see the class)."""
+        module, config = self.module, self.config
+        obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS].float()
+        half_range = (self._high - self._low) / 2
+        with torch.no_grad():
+            next_obs = batch[Columns.NEXT_OBS]
+            noise = (torch.randn_like(actions) * config.policy_noise * half_range).clamp(
+                -config.noise_clip * half_range, config.noise_clip * half_range)
+            next_actions = self._clip(module.mean_actions(next_obs, target=True) + noise)
+            next_q = torch.minimum(*module.q_values(next_obs, next_actions, target=True))
+            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
+            td_target = batch[Columns.REWARDS].float() + config.gamma * not_done * next_q
+        q_value, q_twin_value = module.q_values(obs, actions)
+        critic_loss = (torch.nn.functional.mse_loss(q_value, td_target)
+                       + torch.nn.functional.mse_loss(q_twin_value, td_target))
+        losses = {"critic": critic_loss}
+        stats = {"critic_loss": critic_loss, "mean_q": q_value.mean()}
+        self._steps += 1
+        if self._steps % config.policy_delay == 0:
+            policy_actions = self._clip(module.mean_actions(obs))
+            q_policy, _ = module.q_values(obs, policy_actions)
+            weight = config.alpha / q_policy.abs().mean().detach()
+            bc_loss = torch.nn.functional.mse_loss(policy_actions, actions)
+            losses["policy"] = -weight * q_policy.mean() + bc_loss
+            stats.update(policy_loss=losses["policy"], bc_loss=bc_loss)
+        return losses, stats
+
+    def after_gradient_based_update(self) -> None:
+        """After a policy step, moves the target Q-networks and policy ``tau`` closer."""
+        if self._steps % self.config.policy_delay == 0:
+            self.module.update_targets(self.config.tau)
+            self.module.update_policy_target(self.config.tau)
