@@ -40,6 +40,8 @@ _LAZY = {
     "IQLConfig": "offline_rl.algorithms.iql",
     "IQL": "offline_rl.algorithms.iql",
     "TD3BCConfig": "offline_rl.algorithms.td3bc",
+    "DiscreteCQLConfig": "offline_rl.algorithms.cql",
+    "DiscreteCQL": "offline_rl.algorithms.cql",
     "TD3BC": "offline_rl.algorithms.td3bc",
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",

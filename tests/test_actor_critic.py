@@ -1,6 +1,6 @@
-"""Learners with several networks (one optimizer per loss, target networks), and IQL and
-TD3+BC on them: the optimizers' separation, Polyak targets, the losses on hand-checkable
-batches, two learners in lockstep, checkpoints, learning."""
+"""Learners with several networks (one optimizer per loss, target networks), and IQL, TD3+BC
+and discrete CQL on them: the optimizers' separation, Polyak targets, the losses on
+hand-checkable batches, two learners in lockstep, checkpoints, learning."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import ray
 import torch
 
-from offline_rl import Algorithm, BCConfig, IQLConfig, TD3BCConfig
+from offline_rl import Algorithm, BCConfig, DiscreteCQLConfig, IQLConfig, TD3BCConfig
 from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
@@ -127,13 +127,20 @@ def test_two_iql_learners_stay_identical_networks_targets_and_optimizers(ray_ses
                                ["exp_avg"]), name
 
 
-@pytest.mark.timeout(300)
-def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_session,
-                                                                           tmp_path):
+@pytest.fixture(scope="module")
+def cartpole_mixed(tmp_path_factory):
     from offline_rl.datasets import make_dataset
 
-    data = tmp_path / "cartpole-mixed"
+    data = tmp_path_factory.mktemp("datasets") / "cartpole-mixed"
     make_dataset("CartPole-v1", data, tier="mixed", episodes=60, seed=0, progress=False)
+    return data
+
+
+@pytest.mark.timeout(300)
+def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_session,
+                                                                           tmp_path,
+                                                                           cartpole_mixed):
+    data = cartpole_mixed
     config = (IQLConfig().environment("CartPole-v1")
               .offline_data(input_=str(data), dataset_num_iters_per_learner=250)
               .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
@@ -176,3 +183,43 @@ def test_td3bc_refuses_discrete_actions_naming_the_alternatives():
                                           r"action space is Discrete\(2\); for discrete actions "
                                           r"use IQLConfig"):
         TD3BCConfig().get_rl_module_spec(BOX, gym.spaces.Discrete(2))
+
+
+def test_discrete_cql_loss_is_double_q_td_error_plus_the_conservative_penalty():
+    config = (DiscreteCQLConfig().training(min_q_weight=0.5, gamma=0.9)
+              .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
+    spec = config.get_rl_module_spec(BOX, gym.spaces.Discrete(3))
+    learner = config.get_default_learner_class()(config.learner_config(spec))
+    batch = {**small_batch(4), "actions": np.array([0, 2, 1, 2]),
+             "terminateds": np.array([False, True, False, False])}
+    module = learner.module
+    t = {name: torch.as_tensor(value) for name, value in batch.items()}
+    with torch.no_grad():
+        q = module.q_values(t["obs"])
+        taken = q[torch.arange(4), t["actions"]]
+        greedy_next = module.q_values(t["new_obs"]).argmax(dim=1)
+        next_q = module.q_values(t["new_obs"], target=True)[torch.arange(4), greedy_next]
+        target = t["rewards"] + 0.9 * (1 - t["terminateds"].float()) * next_q
+        td = (taken - target).pow(2).mean()
+        penalty = (torch.logsumexp(q, dim=1) - taken).mean()
+    metrics = learner.update(batch)
+    assert metrics["td_loss"] == pytest.approx(td.item(), rel=1e-5)
+    assert metrics["cql_loss"] == pytest.approx(penalty.item(), rel=1e-5)
+    assert metrics["total_loss"] == pytest.approx((td + 0.5 * penalty).item(), rel=1e-5)
+
+
+@pytest.mark.timeout(300)
+def test_discrete_cql_learns_cartpole_from_mixed_data_acting_greedily_on_q(ray_session,
+                                                                          cartpole_mixed):
+    config = (DiscreteCQLConfig().environment("CartPole-v1")
+              .offline_data(input_=str(cartpole_mixed), dataset_num_iters_per_learner=250)
+              .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
+    returns = []
+    with config.build() as algo:
+        while len(returns) < 8 and (not returns or returns[-1] < 450):
+            returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+        obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+        with torch.no_grad():
+            q = algo.module.q_values(torch.as_tensor(obs))
+        np.testing.assert_array_equal(algo.module.compute_actions(obs), q.argmax(1).numpy())
+    assert returns[-1] >= 450, returns

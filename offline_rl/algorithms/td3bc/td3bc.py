@@ -51,7 +51,7 @@ class TD3BCConfig(AlgorithmConfig):
         super().__init__()
         defaults = TD3BCLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
         self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256]}
+        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
         self.actor_lr = defaults.actor_lr
         self.critic_lr = defaults.critic_lr
         self.gamma = defaults.gamma

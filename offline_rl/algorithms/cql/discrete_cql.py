@@ -1,0 +1,100 @@
+"""Conservative Q-learning for discrete actions (Kumar et al., 2020): double Q-learning whose
+loss also pushes down the values of actions the data does not take."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from offline_rl.algorithms.algorithm import Algorithm
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.config_checks import number_problems
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.errors import ConfigError
+from offline_rl.models.rl_module_spec import RLModuleSpec
+
+#: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
+Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"
+
+
+@dataclass
+class DiscreteCQLLearnerConfig(LearnerConfig):
+    """``LearnerConfig`` plus discrete CQL's hyperparameters (see
+    ``DiscreteCQLConfig.training``)."""
+
+    gamma: float = 0.99
+    min_q_weight: float = 1.0
+    tau: float = 0.005
+
+
+class DiscreteCQLConfig(AlgorithmConfig):
+    """Configuration of conservative Q-learning for ``Discrete`` actions; the policy acts
+    greedily on the learned Q-values.
+
+    Example:
+        >>> config = (DiscreteCQLConfig().environment("CartPole-v1")
+        ...           .training(min_q_weight=1.0, lr=3e-4)
+        ...           .offline_data(input_="data/cartpole-mixed"))
+        >>> config.algo_class.__name__, config.to_dict()["training"]["min_q_weight"]
+        ('DiscreteCQL', 1.0)
+    """
+
+    algo_name = "DiscreteCQL"
+    learner_config_class = DiscreteCQLLearnerConfig
+
+    def __init__(self) -> None:
+        super().__init__()
+        defaults = DiscreteCQLLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
+        self.lr = 3e-4
+        self.train_batch_size_per_learner = 256
+        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
+        self.gamma = defaults.gamma
+        self.min_q_weight = defaults.min_q_weight
+        self.tau = defaults.tau
+
+    def training(self, *, gamma: float = NotProvided, min_q_weight: float = NotProvided,
+                 tau: float = NotProvided, **kwargs: Any) -> DiscreteCQLConfig:
+        """``AlgorithmConfig.training``'s settings (``lr`` trains the Q-network) plus the
+        discount ``gamma``, the weight ``min_q_weight`` of the conservative term
+        ``logsumexp_a Q(s, a) - Q(s, a_data)``, and the Polyak coefficient ``tau`` of the
+        target network."""
+        super().training(**kwargs)
+        return self._set(locals())
+
+    @property
+    def algo_class(self) -> type[Algorithm]:
+        """``DiscreteCQL``."""
+        return DiscreteCQL
+
+    def get_default_learner_class(self) -> type:
+        """``DiscreteCQLTorchLearner`` (imported here: torch loads only where learners run)."""
+        from offline_rl.algorithms.cql.discrete_cql_learner import DiscreteCQLTorchLearner
+
+        return DiscreteCQLTorchLearner
+
+    def get_rl_module_spec(self, observation_space: gym.Space,
+                           action_space: gym.Space) -> RLModuleSpec:
+        """The greedy Q-network module unless ``rl_module_spec`` names another; ``Discrete``
+        actions only."""
+        if action_space is not None and not isinstance(action_space, gym.spaces.Discrete):
+            raise ConfigError(f"DiscreteCQL needs Discrete actions, but the action space is "
+                              f"{action_space}; for continuous actions use TD3BCConfig or "
+                              "IQLConfig")
+        spec = super().get_rl_module_spec(observation_space, action_space)
+        if spec.module_class is None:
+            spec.module_class = Q_MODULE
+        return spec
+
+    def problems(self) -> list[tuple[str, str]]:
+        """The base checks plus discrete CQL's ranges."""
+        return super().problems() + number_problems(self, {
+            "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
+            "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+            "min_q_weight": (">= 0", lambda value: value >= 0)})
+
+
+class DiscreteCQL(Algorithm):
+    """Conservative Q-learning for discrete actions: ``train()`` takes one step of the TD and
+    conservative losses per train batch (see ``DiscreteCQLTorchLearner``)."""
