@@ -136,6 +136,14 @@ def cartpole_mixed(tmp_path_factory):
     return data
 
 
+def train_until(algo: Algorithm, target: float, max_iterations: int = 8) -> list[float]:
+    """The evaluation returns of each iteration, until one reaches ``target``."""
+    returns: list[float] = []
+    while len(returns) < max_iterations and (not returns or returns[-1] < target):
+        returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+    return returns
+
+
 @pytest.mark.timeout(300)
 def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_session,
                                                                            tmp_path,
@@ -144,10 +152,8 @@ def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_s
     config = (IQLConfig().environment("CartPole-v1")
               .offline_data(input_=str(data), dataset_num_iters_per_learner=250)
               .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
-    returns = []
     with config.build() as algo:
-        while len(returns) < 8 and (not returns or returns[-1] < 450):
-            returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+        returns = train_until(algo, 450)
         checkpoint = algo.save_to_path(tmp_path / "checkpoint")
         greedy = algo.module.compute_actions(np.zeros((1, 4), np.float32))
     assert returns[-1] >= 450, returns
@@ -214,10 +220,8 @@ def test_discrete_cql_learns_cartpole_from_mixed_data_acting_greedily_on_q(ray_s
     config = (DiscreteCQLConfig().environment("CartPole-v1")
               .offline_data(input_=str(cartpole_mixed), dataset_num_iters_per_learner=250)
               .evaluation(evaluation_interval=1, evaluation_duration=10).debugging(seed=0))
-    returns = []
     with config.build() as algo:
-        while len(returns) < 8 and (not returns or returns[-1] < 450):
-            returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+        returns = train_until(algo, 450)
         obs = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
         with torch.no_grad():
             q = algo.module.q_values(torch.as_tensor(obs))

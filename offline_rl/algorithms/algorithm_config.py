@@ -146,6 +146,10 @@ class AlgorithmConfig:
         self.rl_module_spec: RLModuleSpec | None = None
         # debugging
         self.seed: int | None = None
+        # the loss's hyperparameters: the defaults of learner_config_class's own fields
+        for field in dataclasses.fields(self.learner_config_class):
+            if field.name not in vars(self) and field.default is not dataclasses.MISSING:
+                setattr(self, field.name, field.default)
 
     # ----------------------------------------------------------------------------- builders
     def environment(self, env: str | Callable[[dict], gym.Env] | None = NotProvided, *,

@@ -46,13 +46,9 @@ class DiscreteCQLConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        defaults = DiscreteCQLLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
         self.lr = 3e-4
         self.train_batch_size_per_learner = 256
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
-        self.gamma = defaults.gamma
-        self.min_q_weight = defaults.min_q_weight
-        self.tau = defaults.tau
 
     def training(self, *, gamma: float = NotProvided, min_q_weight: float = NotProvided,
                  tau: float = NotProvided, **kwargs: Any) -> DiscreteCQLConfig:

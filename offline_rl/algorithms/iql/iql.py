@@ -46,20 +46,11 @@ class IQLConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        defaults = IQLLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
         self.train_batch_size_per_learner = 256
         # A state-independent log std: a state-dependent one collapses under the advantage
         # weights (Pendulum mixed, 10k updates: about -800 against about -200 with it).
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
                              "free_log_std": True}
-        self.actor_lr = defaults.actor_lr
-        self.critic_lr = defaults.critic_lr
-        self.value_lr = defaults.value_lr
-        self.gamma = defaults.gamma
-        self.expectile = defaults.expectile
-        self.beta = defaults.beta
-        self.max_advantage_weight = defaults.max_advantage_weight
-        self.tau = defaults.tau
 
     def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
                  value_lr: float = NotProvided, gamma: float = NotProvided,

@@ -49,17 +49,8 @@ class TD3BCConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        defaults = TD3BCLearnerConfig(learner_class=object, module_spec=RLModuleSpec())
         self.train_batch_size_per_learner = 256
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
-        self.actor_lr = defaults.actor_lr
-        self.critic_lr = defaults.critic_lr
-        self.gamma = defaults.gamma
-        self.alpha = defaults.alpha
-        self.policy_noise = defaults.policy_noise
-        self.noise_clip = defaults.noise_clip
-        self.policy_delay = defaults.policy_delay
-        self.tau = defaults.tau
 
     def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
                  gamma: float = NotProvided, alpha: float = NotProvided,
