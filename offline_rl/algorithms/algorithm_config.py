@@ -10,23 +10,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
-import yaml
 
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
 from offline_rl.algorithms.config_checks import config_problems
-from offline_rl.algorithms.registry import (
-    get_algorithm_config_class,
-    note_config_class,
-    saved_config_class,
+from offline_rl.algorithms.config_files import (
+    config_from_dict,
+    config_to_dict,
+    read_config_file,
+    write_config_file,
 )
+from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import ConfigError
-from offline_rl.import_path import import_object, import_path
+from offline_rl.import_path import import_object
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.recorder_config import RecorderConfig
-from offline_rl.spaces import space_from_dict, space_to_dict
 
 
 class _NotProvided:
@@ -37,10 +37,6 @@ class _NotProvided:
 
 
 NotProvided: Any = _NotProvided()
-
-#: Builder methods, in the order ``to_dict`` writes their sections.
-SECTIONS = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
-            "evaluation", "checkpointing", "rl_module", "debugging")
 
 
 class AlgorithmConfig:
@@ -377,16 +373,7 @@ class AlgorithmConfig:
     def to_dict(self) -> dict[str, Any]:
         """``{"algorithm": name, section: {field: value}}``, one section per builder method;
         spaces are written in RLlib's space-dict layout."""
-        result: dict[str, Any] = {"algorithm": self.algo_name}
-        if not self.algo_name or get_algorithm_config_class(self.algo_name) is not type(self):
-            result["config_class"] = import_path(type(self))
-        for section in SECTIONS:
-            values = {name: getattr(self, name) for name in self._section_fields(section)}
-            for name in ("observation_space", "action_space"):
-                if isinstance(values.get(name), gym.Space):
-                    values[name] = space_to_dict(values[name])
-            result[section] = values
-        return result
+        return config_to_dict(self)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> AlgorithmConfig:
@@ -395,39 +382,19 @@ class AlgorithmConfig:
         The class is the registered one of ``algorithm``, or the ``config_class`` the config
         was saved from when that class is defined in this process (offline-rl never imports
         code a file names)."""
-        values = dict(values)
-        name = values.pop("algorithm", None) or cls.algo_name
-        config = saved_config_class(name, values.pop("config_class", None), cls)()
-        for section, options in values.items():
-            if section not in SECTIONS:
-                raise ConfigError(f"unknown config section {section!r}; sections are "
-                                 f"{['algorithm', *SECTIONS]}")
-            options = dict(options or {})
-            unknown = sorted(set(options) - set(config._section_fields(section)))
-            if unknown:
-                raise ConfigError(f"unknown key(s) {unknown} in section {section!r}; valid keys: "
-                                 f"{config._section_fields(section)}")
-            for space in ("observation_space", "action_space"):
-                if isinstance(options.get(space), dict):
-                    options[space] = space_from_dict(options[space])
-            getattr(config, section)(**options)
-        return config
+        return config_from_dict(values, cls)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AlgorithmConfig:
         """Reads a YAML file written by ``to_yaml`` (or by hand in the same layout)."""
-        values = yaml.safe_load(Path(path).read_text())
-        if not isinstance(values, dict):
-            raise ConfigError(f"{path}: expected a mapping of config sections, got "
-                             f"{type(values).__name__}")
-        return cls.from_dict(values)
+        return cls.from_dict(read_config_file(path))
 
     def to_yaml(self, path: str | Path) -> None:
         """Writes the config as YAML; raises ``ConfigError`` naming a field holding a value YAML
         cannot hold (give callables as 'module:Name' strings)."""
-        Path(path).write_text(yaml.safe_dump(_yaml_safe(self.to_dict()), sort_keys=False))
+        write_config_file(self.to_dict(), path)
 
-    def _section_fields(self, section: str) -> list[str]:
+    def section_fields(self, section: str) -> list[str]:
         """The fields a builder method sets: its parameters and, for a subclass's override
         that passes ``**kwargs`` on, those of the methods it overrides."""
         names: list[str] = []
@@ -437,19 +404,6 @@ class AlgorithmConfig:
                 names += [name for name in inspect.signature(method).parameters
                           if name not in names]
         return [name for name in names if name in vars(self)]
-
-
-def _yaml_safe(value: Any, where: str = "config") -> Any:
-    if isinstance(value, dict):
-        return {k: _yaml_safe(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_yaml_safe(v, where) for v in value]
-    if isinstance(value, type):
-        return f"{value.__module__}:{value.__qualname__}"
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    raise ConfigError(f"{where} = {value!r} cannot be written to YAML; give classes and "
-                     "functions as 'package.module:Name' strings")
 
 
 def _as_class(value: type | str | None) -> type | None:
