@@ -122,7 +122,8 @@ def learner_update_ms(algo, batch_size: int) -> float:
     """The ceiling: ms per ``learner.update`` of the algorithm's own learner class, on one
     in-memory batch (no Ray, no data pipeline)."""
     batch = algo.offline_data.sample(batch_size)
-    learner = algo.config.get_default_learner_class()(algo.learner_group._local.config)
+    spec = algo.config.get_rl_module_spec(algo.observation_space, algo.action_space)
+    learner = algo.config.get_default_learner_class()(algo.config.learner_config(spec))
     learner.update(batch)
     started = time.perf_counter()
     for _ in range(CEILING_UPDATES):

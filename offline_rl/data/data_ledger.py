@@ -67,11 +67,12 @@ class DataLedger:
         """Records episodes read without their end (``open_ids``) and ends read
         (``ended_ids``), whichever comes first: the episodes seen open and never ended are
         the ``unfinished_episodes`` of the totals (exact once a whole epoch has been read)."""
-        before = set(self._open)
         self._ended.update(ended_ids)
-        self._open.difference_update(ended_ids)
-        self._open.update(set(open_ids) - self._ended)
-        if self._open != before:
+        closed = self._open.intersection(ended_ids)
+        opened = set(open_ids) - self._ended - self._open
+        self._open -= closed
+        self._open |= opened
+        if closed or opened:
             self._changed_now()
 
     def _changed_now(self) -> None:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import looks_compressed
-from offline_rl.data.input_reader import input_paths
+from offline_rl.data.input_reader import data_files, input_paths
 from offline_rl.errors import DataFormatError, error_chain
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.tabular import column_to_numpy
@@ -48,17 +48,8 @@ def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
         else:
             fs, located = pafs.LocalFileSystem(), path
         scheme = path[: len(path) - len(located)] if path.endswith(located) else ""
-        info = fs.get_file_info(located)
-        if info.type == pafs.FileType.File:
-            yield path, fs, located
-            continue
-        listing = fs.get_file_info(pafs.FileSelector(located, recursive=True,
-                                                     allow_not_found=True))
-        for entry in sorted(listing, key=lambda entry: entry.path):
-            name = entry.path.rsplit("/", 1)[-1]
-            if (entry.type == pafs.FileType.File and name.endswith(suffixes)
-                    and not name.startswith((".", "_"))):
-                yield scheme + entry.path, fs, entry.path
+        for file in data_files(path, fs, located, suffixes):
+            yield scheme + file, fs, file
 
 
 def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,

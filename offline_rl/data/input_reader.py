@@ -114,7 +114,7 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
             continue
         fs = filesystem or pafs.LocalFileSystem()
         located = filesystem_path(path, filesystem)
-        files = _parquet_files(path, fs, located)
+        files = data_files(path, fs, located)
         if not files:
             raise DataFormatError(_no_parquet(path, fs, located))
         scheme = path[: len(path) - len(located)]
@@ -174,7 +174,7 @@ def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None) 
             continue
         fs = filesystem or pafs.LocalFileSystem()
         located = filesystem_path(path, filesystem)
-        if not _parquet_files(path, fs, located):
+        if not data_files(path, fs, located):
             raise DataFormatError(_no_parquet(path, fs, located))
 
 
@@ -203,7 +203,7 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
         return None
     fs = filesystem or pafs.LocalFileSystem()
     located = filesystem_path(path, filesystem)
-    files = _parquet_files(path, fs, located)
+    files = data_files(path, fs, located)
     if not files:
         return None
     shown = path[: len(path) - len(located)] + files[0]
@@ -212,8 +212,10 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
     return (shown, table) if table.num_rows else None
 
 
-def _parquet_files(path: str, fs: pafs.FileSystem, located: str) -> list[str]:
-    """``located`` itself if it is a file, else the ``*.parquet`` files under it, sorted."""
+def data_files(path: str, fs: pafs.FileSystem, located: str,
+               suffixes: tuple[str, ...] = (".parquet",)) -> list[str]:
+    """``located`` itself if it is a file, else the files under it whose names end with one of
+    ``suffixes`` (default: Parquet), sorted. ``path`` is how the user gave it, for messages."""
     try:
         info = fs.get_file_info(located)
         listing = (fs.get_file_info(pafs.FileSelector(located, recursive=True))
@@ -229,7 +231,7 @@ def _parquet_files(path: str, fs: pafs.FileSystem, located: str) -> list[str]:
     if info.type == pafs.FileType.File:
         return [located]
     return sorted(entry.path for entry in listing
-                  if entry.type == pafs.FileType.File and entry.path.endswith(".parquet"))
+                  if entry.type == pafs.FileType.File and entry.path.endswith(suffixes))
 
 
 def _not_found(path: str, fs: pafs.FileSystem) -> str:

@@ -33,6 +33,7 @@ from offline_rl.formats.checks import (
     obs_bounds_error,
     observations_as_space_dtype,
     observations_outside,
+    row_number,
 )
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.formats.tabular import (
@@ -214,7 +215,7 @@ class OfflinePreLearner:
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
-        place = "row {}".format if table is None else self.locator.place(table)
+        place = row_number if table is None else self.locator.place(table)
         columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, place)
         del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
@@ -231,7 +232,7 @@ class OfflinePreLearner:
         return {name: np.asarray(value)[keep] for name, value in columns.items()}
 
     def _bound_actions(self, actions: np.ndarray, where: str,
-                       place: Callable[[int], str] = "row {}".format) -> np.ndarray:
+                       place: Callable[[int], str] = row_number) -> np.ndarray:
         """Checks the actions; applies ``input_action_bounds`` to ``Box`` actions outside the
         space and counts them. ``place(row)`` names a row for messages."""
         outside = check_actions(actions, self.action_space, where)

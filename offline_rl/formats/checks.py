@@ -131,8 +131,13 @@ def check_actions(actions: np.ndarray, space: gym.Space | None, where: str) -> n
     return outside
 
 
+def row_number(row: int) -> str:
+    """How messages name a row by its index alone: ``"row 3"``."""
+    return f"row {row}"
+
+
 def bound_actions(actions: np.ndarray, outside: np.ndarray, space: gym.Space, policy: str,
-                  where: str, place: Callable[[int], str] = "row {}".format) -> np.ndarray:
+                  where: str, place: Callable[[int], str] = row_number) -> np.ndarray:
     """Applies ``input_action_bounds`` to the ``Box`` actions flagged ``outside``: keeps them,
     clips them to the bounds, or raises naming the first (``place(row)`` names its row)."""
     if not outside.any() or policy == "keep":
@@ -157,7 +162,7 @@ def nonfinite_rows(columns: Mapping[str, np.ndarray]) -> np.ndarray:
 
 
 def nonfinite_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, where: str,
-                    place: Callable[[int], str] = "row {}".format) -> DataFormatError:
+                    place: Callable[[int], str] = row_number) -> DataFormatError:
     """The error for the first non-finite row, naming its column, row (``place(row)``) and
     the two remedies."""
     row = int(np.flatnonzero(mask)[0])
@@ -193,7 +198,7 @@ def observations_outside(columns: Mapping[str, np.ndarray], space: gym.Space | N
 
 
 def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space: gym.Space,
-                     where: str, place: Callable[[int], str] = "row {}".format
+                     where: str, place: Callable[[int], str] = row_number
                      ) -> DataFormatError:
     """The error for the first row outside the observation space, naming column, row
     (``place(row)``) and value, and the remedies."""

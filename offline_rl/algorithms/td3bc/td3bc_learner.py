@@ -7,6 +7,8 @@ import torch
 
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.models.rl_module_spec import RLModuleSpec
 
 
 class TD3BCTorchLearner(Learner):
@@ -36,8 +38,8 @@ class TD3BCTorchLearner(Learner):
         [['critic_loss', 'total_loss'], ['bc_loss', 'critic_loss', 'policy_loss', 'total_loss']]
     """
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None) -> None:
+        super().__init__(config, module_spec)
         space = self.module.action_space
         self._low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
         self._high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
