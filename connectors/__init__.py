@@ -15,7 +15,9 @@ from connectors.learner import (
     DEFAULT_LEARNER_PIECES,
     AddColumnsFromEpisodesToTrainBatch,
     AddNextObservationsFromEpisodesToTrainBatch,
+    AddOneTsToEpisodesAndTruncate,
     FrameStackingLearner,
+    GeneralAdvantageEstimation,
     default_learner_pipeline,
 )
 
@@ -23,11 +25,13 @@ __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
     "AddNextObservationsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
+    "AddOneTsToEpisodesAndTruncate",
     "BatchIndividualItems",
     "ConnectorPipelineV2",
     "ConnectorV2",
     "DEFAULT_LEARNER_PIECES",
     "FrameStackingLearner",
+    "GeneralAdvantageEstimation",
     "NumpyToTensor",
     "default_learner_pipeline",
 ]

@@ -43,6 +43,8 @@ _LAZY = {
     "DiscreteCQLConfig": "offline_rl.algorithms.cql",
     "DiscreteCQL": "offline_rl.algorithms.cql",
     "TD3BC": "offline_rl.algorithms.td3bc",
+    "MARWILConfig": "offline_rl.algorithms.marwil",
+    "MARWIL": "offline_rl.algorithms.marwil",
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium as gym
 import pytest
 
@@ -153,3 +155,11 @@ def test_learner_connector_pieces_come_before_the_defaults():
                             add_default_connectors_to_learner_pipeline=False)
     assert [p.name for p in bare.build_learner_connector(None, None)] == ["Tag"]
     assert BatchIndividualItems not in {type(p) for p in bare.build_learner_connector(None, None)}
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("configs/*.yaml")),
+                         ids=lambda path: path.name)
+def test_every_shipped_config_loads_as_its_algorithm_and_validates(path):
+    config = AlgorithmConfig.from_yaml(path)
+    assert path.name.startswith(config.algo_name.lower() + "_")
+    config.validate()

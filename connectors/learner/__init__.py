@@ -10,7 +10,9 @@ from connectors.learner.add_columns_from_episodes_to_train_batch import (
 from connectors.learner.add_next_observations_from_episodes_to_train_batch import (
     AddNextObservationsFromEpisodesToTrainBatch,
 )
+from connectors.learner.add_one_ts_to_episodes_and_truncate import AddOneTsToEpisodesAndTruncate
 from connectors.learner.frame_stacking import FrameStackingLearner
+from connectors.learner.general_advantage_estimation import GeneralAdvantageEstimation
 
 #: The pieces ``default_learner_pipeline`` builds, in order.
 DEFAULT_LEARNER_PIECES = (
@@ -37,7 +39,9 @@ def default_learner_pipeline(observation_space=None, action_space=None) -> Conne
 __all__ = [
     "AddColumnsFromEpisodesToTrainBatch",
     "AddNextObservationsFromEpisodesToTrainBatch",
+    "AddOneTsToEpisodesAndTruncate",
     "DEFAULT_LEARNER_PIECES",
     "FrameStackingLearner",
+    "GeneralAdvantageEstimation",
     "default_learner_pipeline",
 ]

@@ -19,6 +19,7 @@ from offline_rl.import_path import import_object, import_path
 
 _REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig",
                                      "IQL": "offline_rl.algorithms.iql.iql:IQLConfig",
+                                     "MARWIL": "offline_rl.algorithms.marwil.marwil:MARWILConfig",
                                      "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig",
                                      "DiscreteCQL":
                                          "offline_rl.algorithms.cql.discrete_cql:DiscreteCQLConfig"}

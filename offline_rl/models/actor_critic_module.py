@@ -12,17 +12,18 @@ from torch import nn
 
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.target_networks import polyak
-from offline_rl.models.torch_rl_module import DefaultTorchRLModule, mlp
+from offline_rl.models.torch_rl_module import mlp
+from offline_rl.models.value_module import PolicyValueTorchRLModule
 
 #: Name prefixes of the parameters that are not the policy's: the critics, the targets.
 NOT_POLICY_PREFIXES = ("qf", "vf", "encoder_target", "pi_target")
 
 
-class ActorCriticTorchRLModule(DefaultTorchRLModule):
-    """``DefaultTorchRLModule``'s policy (it acts, as in evaluation and recording) plus twin
-    Q-networks ``qf``/``qf_twin``, their targets, and a state-value network ``vf``, each an MLP
-    of ``fcnet_hiddens``. With ``Discrete`` actions a Q-network maps an observation to one value
-    per action; with ``Box`` actions, an observation and an action to one value.
+class ActorCriticTorchRLModule(PolicyValueTorchRLModule):
+    """``PolicyValueTorchRLModule``'s policy (it acts, as in evaluation and recording) and
+    state-value network ``vf``, plus twin Q-networks ``qf``/``qf_twin`` and their targets, each
+    an MLP of ``fcnet_hiddens``. With ``Discrete`` actions a Q-network maps an observation to
+    one value per action; with ``Box`` actions, an observation and an action to one value.
 
     Example:
         >>> import gymnasium as gym, torch
@@ -38,15 +39,13 @@ class ActorCriticTorchRLModule(DefaultTorchRLModule):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  model_config: DefaultModelConfig):
         super().__init__(observation_space, action_space, model_config)
-        obs_dim = (int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
-                   else int(np.prod(observation_space.shape)))
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        inputs = obs_dim if self.discrete else obs_dim + int(np.prod(action_space.shape))
+        inputs = (self.obs_dim if self.discrete
+                  else self.obs_dim + int(np.prod(action_space.shape)))
         outputs = int(action_space.n) if self.discrete else 1
         hiddens, activation = list(model_config.fcnet_hiddens), model_config.fcnet_activation
         self.qf = mlp([inputs, *hiddens, outputs], activation, activate_last=False)
         self.qf_twin = mlp([inputs, *hiddens, outputs], activation, activate_last=False)
-        self.vf = mlp([obs_dim, *hiddens, 1], activation, activate_last=False)
         self.qf_target = copy.deepcopy(self.qf).requires_grad_(False)
         self.qf_twin_target = copy.deepcopy(self.qf_twin).requires_grad_(False)
 
@@ -74,10 +73,6 @@ class ActorCriticTorchRLModule(DefaultTorchRLModule):
             return tuple(values)
         index = actions.long().reshape(-1, 1)
         return tuple(value.gather(1, index).squeeze(-1) for value in values)
-
-    def state_value(self, obs: torch.Tensor) -> torch.Tensor:
-        """``V(obs)``, shape ``(batch,)``."""
-        return self.vf(self._encode_obs(obs)).squeeze(-1)
 
     def update_targets(self, tau: float) -> None:
         """Moves each target network ``tau`` of the way to its Q-network (Polyak averaging)."""

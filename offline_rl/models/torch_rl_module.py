@@ -61,8 +61,10 @@ class DefaultTorchRLModule(nn.Module):
         else:
             raise ValueError(f"DefaultTorchRLModule supports Discrete or Box actions, got "
                              f"{action_space}")
-        obs_dim = (int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
-                   else int(np.prod(observation_space.shape)))
+        #: The size of an encoded observation (one-hot for ``Discrete`` observations).
+        self.obs_dim = obs_dim = (
+            int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
+            else int(np.prod(observation_space.shape)))
         hiddens = list(model_config.fcnet_hiddens)
         self.encoder = mlp([obs_dim, *hiddens], model_config.fcnet_activation)
         head_sizes = [hiddens[-1] if hiddens else obs_dim, *model_config.head_fcnet_hiddens]
