@@ -9,7 +9,7 @@ PreLearners, learner; after the first iteration, which also starts the pipeline 
 on its own) and, as the ceiling, ms per ``learner.update`` on an in-memory batch. d3rlpy's
 ms per update is its ``fit()`` time over the updates.
 With ``--d3rlpy-python`` (a Python with d3rlpy installed: it is no dependency of ours) d3rlpy's
-BC/IQL/TD3+BC/DiscreteCQL train on the same Parquet files with the same budget and batch, in
+BC/IQL/TD3+BC/CQL/DiscreteCQL train on the same Parquet files with the same budget and batch, in
 that Python. ``--out`` writes the table as Markdown, with the command line.
 
     python benchmarks/quality.py --tasks Pendulum-v1:mixed CartPole-v1:mixed --seeds 0 1 2 \\
@@ -34,10 +34,12 @@ ALGORITHMS = {
     "BC": {"Discrete": "DiscreteBCConfig", "Box": "BCConfig"},
     "IQL": {"Box": "IQLConfig"},
     "TD3BC": {"Box": "TD3PlusBCConfig"},
+    "CQL": {"Box": "CQLConfig"},
     "DiscreteCQL": {"Discrete": "DiscreteCQLConfig"},
+    "MARWIL": {},
 }
-#: Our algorithms that also run with Discrete actions though d3rlpy has no counterpart.
-OURS_ONLY = {"IQL": ("Discrete",)}
+#: The action spaces where our algorithm runs though d3rlpy has no counterpart.
+OURS_ONLY = {"IQL": ("Discrete",), "MARWIL": ("Discrete", "Box")}
 REFERENCE_EPISODES = 20
 UPDATES_PER_ITERATION = 500
 CEILING_UPDATES = 100

@@ -40,6 +40,8 @@ _LAZY = {
     "IQLConfig": "offline_rl.algorithms.iql",
     "IQL": "offline_rl.algorithms.iql",
     "TD3BCConfig": "offline_rl.algorithms.td3bc",
+    "CQLConfig": "offline_rl.algorithms.cql",
+    "CQL": "offline_rl.algorithms.cql",
     "DiscreteCQLConfig": "offline_rl.algorithms.cql",
     "DiscreteCQL": "offline_rl.algorithms.cql",
     "TD3BC": "offline_rl.algorithms.td3bc",

@@ -21,6 +21,7 @@ _REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig"
                                      "IQL": "offline_rl.algorithms.iql.iql:IQLConfig",
                                      "MARWIL": "offline_rl.algorithms.marwil.marwil:MARWILConfig",
                                      "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig",
+                                     "CQL": "offline_rl.algorithms.cql.cql:CQLConfig",
                                      "DiscreteCQL":
                                          "offline_rl.algorithms.cql.discrete_cql:DiscreteCQLConfig"}
 #: Every config class defined in this process, by ``"package.module:Name"``: a saved config

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from offline_rl.models.distributions import TorchSquashedGaussian
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.target_networks import polyak
 from offline_rl.models.torch_rl_module import mlp
@@ -109,3 +110,38 @@ class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
         """Moves the target policy ``tau`` of the way to the policy (Polyak averaging)."""
         polyak((self.encoder_target, self.encoder), (self.pi_target, self.pi), tau=tau)
 
+
+
+class SquashedActorCriticTorchRLModule(ActorCriticTorchRLModule):
+    """``ActorCriticTorchRLModule`` whose policy is a ``tanh``-squashed Gaussian inside the
+    ``Box`` action bounds (SAC's policy, which continuous CQL trains): it acts with the
+    squashed mean, and ``sample_actions`` draws differentiable actions with their
+    log-densities.
+
+    Example:
+        >>> import gymnasium as gym, torch
+        >>> module = SquashedActorCriticTorchRLModule(
+        ...     gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)),
+        ...     DefaultModelConfig(fcnet_hiddens=[16]))
+        >>> actions, logp = module.sample_actions(module.forward_train(
+        ...     {"obs": torch.zeros(5, 3)})["action_dist_inputs"], num_samples=4)
+        >>> actions.shape, logp.shape, bool(actions.abs().max() <= 2)
+        (torch.Size([5, 4, 1]), torch.Size([5, 4]), True)
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 model_config: DefaultModelConfig):
+        if not isinstance(action_space, gym.spaces.Box):
+            raise ValueError(f"SquashedActorCriticTorchRLModule needs Box actions, got "
+                             f"{action_space}")
+        super().__init__(observation_space, action_space, model_config)
+        self._dist_cls = TorchSquashedGaussian.bounded(action_space.low, action_space.high)
+
+    def sample_actions(self, dist_inputs: torch.Tensor, num_samples: int = 1
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``num_samples`` reparameterized actions per row of ``dist_inputs`` and their
+        log-densities: shapes ``(batch, num_samples, *action_shape)`` and
+        ``(batch, num_samples)``."""
+        repeated = dist_inputs.unsqueeze(1).expand(-1, num_samples, -1)
+        actions, logp = self._dist_cls.from_logits(repeated).rsample_with_logp()
+        return actions.reshape(*repeated.shape[:2], *self.action_space.shape), logp

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
+
+#: Keeps ``tanh``-squashed actions off the bounds, where their log-density is infinite.
+SQUASH_EPSILON = 1e-6
 
 
 class TorchCategorical:
@@ -85,3 +91,68 @@ class TorchDiagGaussian:
     def deterministic_sample(self) -> torch.Tensor:
         """The mean action per row."""
         return self.loc
+
+
+class TorchSquashedGaussian(TorchDiagGaussian):
+    """A diagonal Gaussian squashed by ``tanh`` into the action bounds ``[low, high]`` (SAC's
+    policy); ``bounded(low, high)`` makes the class for one action space.
+
+    Example:
+        >>> import torch
+        >>> dist_cls = TorchSquashedGaussian.bounded([0.0], [4.0])
+        >>> dist = dist_cls.from_logits(torch.tensor([[0.0, -1.0]]))
+        >>> dist.deterministic_sample()  # tanh(0) is the middle of [0, 4]
+        tensor([[2.]])
+        >>> actions, logp = dist.rsample_with_logp()
+        >>> torch.allclose(dist.logp(actions), logp, atol=1e-4)
+        True
+    """
+
+    low: np.ndarray = np.array([-1.0], np.float32)
+    high: np.ndarray = np.array([1.0], np.float32)
+
+    @classmethod
+    def bounded(cls, low: Any, high: Any) -> type[TorchSquashedGaussian]:
+        """The distribution class squashing into ``[low, high]``."""
+        return type(cls.__name__, (cls,), {"low": np.asarray(low, np.float32),
+                                           "high": np.asarray(high, np.float32)})
+
+    def _half_range(self) -> tuple[torch.Tensor, torch.Tensor]:
+        low = torch.as_tensor(self.low, device=self.loc.device)
+        high = torch.as_tensor(self.high, device=self.loc.device)
+        return (high + low) / 2, (high - low) / 2
+
+    def _squash(self, unsquashed: torch.Tensor) -> torch.Tensor:
+        middle, half = self._half_range()
+        return middle + half * torch.tanh(unsquashed)
+
+    def _logp_unsquashed(self, unsquashed: torch.Tensor) -> torch.Tensor:
+        _, half = self._half_range()
+        correction = torch.log(half * (1 - torch.tanh(unsquashed).pow(2)) + SQUASH_EPSILON)
+        return (self._dist.log_prob(unsquashed) - correction).sum(dim=-1)
+
+    def logp(self, actions: torch.Tensor) -> torch.Tensor:
+        """Log-density of each action vector (actions at the bounds are moved just inside)."""
+        middle, half = self._half_range()
+        scaled = ((actions.to(self.loc.dtype) - middle) / half).clamp(-1 + SQUASH_EPSILON,
+                                                                      1 - SQUASH_EPSILON)
+        return self._logp_unsquashed(torch.atanh(scaled))
+
+    def entropy(self) -> torch.Tensor:
+        """A one-sample estimate of the entropy per row (it has no closed form)."""
+        return -self.rsample_with_logp()[1]
+
+    def sample(self) -> torch.Tensor:
+        """A random action vector per row."""
+        with torch.no_grad():
+            return self._squash(self._dist.sample())
+
+    def rsample_with_logp(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized sample per row and its log-density (gradients flow to the
+        distribution's inputs)."""
+        unsquashed = self._dist.rsample()
+        return self._squash(unsquashed), self._logp_unsquashed(unsquashed)
+
+    def deterministic_sample(self) -> torch.Tensor:
+        """The squashed mean per row."""
+        return self._squash(self.loc)

@@ -68,7 +68,7 @@ class DefaultTorchRLModule(nn.Module):
         hiddens = list(model_config.fcnet_hiddens)
         self.encoder = mlp([obs_dim, *hiddens], model_config.fcnet_activation)
         head_sizes = [hiddens[-1] if hiddens else obs_dim, *model_config.head_fcnet_hiddens]
-        free_log_std = model_config.free_log_std and self._dist_cls is TorchDiagGaussian
+        free_log_std = model_config.free_log_std and issubclass(self._dist_cls, TorchDiagGaussian)
         self.pi = mlp([*head_sizes, outputs // 2 if free_log_std else outputs],
                       model_config.head_fcnet_activation, activate_last=False)
         self.log_std = nn.Parameter(torch.zeros(outputs // 2)) if free_log_std else None
@@ -82,7 +82,7 @@ class DefaultTorchRLModule(nn.Module):
         outputs = self.pi(self.encoder(self._encode_obs(batch[Columns.OBS])))
         if self.log_std is not None:
             return torch.cat([outputs, self.log_std.expand_as(outputs)], dim=-1)
-        if self._dist_cls is TorchDiagGaussian:
+        if issubclass(self._dist_cls, TorchDiagGaussian):
             loc, log_std = outputs.chunk(2, dim=-1)
             clip = self.model_config.log_std_clip_param
             return torch.cat([loc, log_std.clamp(-clip, clip)], dim=-1)

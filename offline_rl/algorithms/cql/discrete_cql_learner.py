@@ -4,21 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
 from offline_rl.columns import Columns
 from offline_rl.core.learner import DEFAULT_OPTIMIZER, Learner
-
-
-def conservative_penalty(q_values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """``mean(logsumexp_a Q(s, a) - Q(s, a_data))``: large when actions the data does not
-    take have high values.
-
-    Example:
-        >>> q = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
-        >>> round(conservative_penalty(q, torch.tensor([0, 1])).item(), 4)  # (1.3133 + 0.6931) / 2
-        1.0032
-    """
-    taken = q_values.gather(1, actions.long().reshape(-1, 1)).squeeze(1)
-    return (torch.logsumexp(q_values, dim=1) - taken).mean()
 
 
 class DiscreteCQLTorchLearner(Learner):
@@ -55,7 +43,7 @@ class DiscreteCQLTorchLearner(Learner):
             not_done = 1.0 - batch[Columns.TERMINATEDS].float()
             td_target = batch[Columns.REWARDS].float() + config.gamma * not_done * next_q
         td_loss = torch.nn.functional.mse_loss(q_taken, td_target)
-        cql_loss = conservative_penalty(q_values, actions)
+        cql_loss = conservative_penalty(q_values, q_taken)
         loss = td_loss + config.min_q_weight * cql_loss
         return {DEFAULT_OPTIMIZER: loss}, {"td_loss": td_loss, "cql_loss": cql_loss,
                                            "mean_q": q_taken.mean()}
