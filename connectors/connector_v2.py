@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,8 +23,9 @@ class ConnectorV2(ABC):
     ``needs_episodes = True``. PreLearners run a pipeline in two stages, each in pipeline
     order: the episode stage (the pieces that need episodes, the default pieces among them)
     builds the flat train batch, then the batch stage (all other pieces) gets that batch with
-    ``episodes=[]``. When the episode stage is just the default pieces, the PreLearner
-    computes its batch column by column, much faster than one episode object per row.
+    ``episodes=[]``. When the episode stage is just the default pieces (maybe after one piece
+    with ``on_single_steps``), the PreLearner computes its batch column by column, much
+    faster than one episode object per row.
 
     Example:
         >>> import numpy as np
@@ -40,6 +41,10 @@ class ConnectorV2(ABC):
     needs_module: ClassVar[bool] = False
     #: Whether ``__call__`` reads ``episodes`` (else it gets the flat train batch).
     needs_episodes: ClassVar[bool] = False
+    #: For a piece placed before the default pieces: the same transform as a function of the
+    #: default pieces' columns, when every episode is one step long (a tabular row, a
+    #: replay-buffer sample). It lets PreLearners keep their column-by-column path.
+    on_single_steps: ClassVar[Callable[[dict], dict] | None] = None
 
     def __init__(self, input_observation_space=None, input_action_space=None, **kwargs: Any):
         self.input_observation_space = input_observation_space

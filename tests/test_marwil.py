@@ -159,3 +159,18 @@ def test_marwil_reaches_450_on_cartpole_expert_data(ray_session, cartpole_data):
         learner_results = result["learners"]["default_policy"]
     assert returns[-1] >= 450, returns
     assert np.isfinite(learner_results["vf_loss"]) and learner_results["vf_loss"] > 0
+
+
+def test_the_column_form_of_the_artificial_timestep_equals_the_episode_form():
+    one_steps = [episode([1.0, 2.0], [1], [5.0], terminated=True, extra={"action_logp": [-0.5]}),
+                 episode([7.0, 8.0], [0], [1.0], extra={"action_logp": [-1.0]}),
+                 episode([3.0, 4.0], [2], [0.5], truncated=True, extra={"action_logp": [-2.0]})]
+    defaults = default_learner_pipeline()(rl_module=None, batch={},
+                                          episodes=[e.slice(slice(0, 1)) for e in one_steps])
+    elongated = default_learner_pipeline()
+    elongated.prepend(AddOneTsToEpisodesAndTruncate())
+    expected = elongated(rl_module=None, batch={}, episodes=one_steps)
+    columns = AddOneTsToEpisodesAndTruncate.on_single_steps(defaults)
+    assert sorted(columns) == sorted(expected)
+    for name, values in expected.items():
+        np.testing.assert_array_equal(columns[name], values, err_msg=name)

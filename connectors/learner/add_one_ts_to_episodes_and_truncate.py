@@ -59,3 +59,25 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
             for column, values in flags.items():
                 self.add_n_batch_items(batch, column, values, steps + 1, episode)
         return batch
+
+    @staticmethod
+    def on_single_steps(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The same on the default pieces' columns of one-step episodes: each row followed by
+        its artificial step.
+
+        Example:
+            >>> columns = {"obs": np.array([0.0, 5.0]), "new_obs": np.array([1.0, 6.0]),
+            ...            "actions": np.array([1, 0]), "rewards": np.array([2.0, 3.0]),
+            ...            "terminateds": np.array([True, False]),
+            ...            "truncateds": np.array([False, False])}
+            >>> out = AddOneTsToEpisodesAndTruncate.on_single_steps(columns)
+            >>> out["obs"].tolist(), out["rewards"].tolist(), out["loss_mask"].tolist()
+            ([0.0, 1.0, 5.0, 6.0], [2.0, 0.0, 3.0, 0.0], [True, False, True, False])
+        """
+        out = {name: np.repeat(values, 2, axis=0) for name, values in columns.items()}
+        out[Columns.OBS][1::2] = columns[Columns.NEXT_OBS]
+        out[Columns.REWARDS][1::2] = 0
+        out[Columns.TERMINATEDS][1::2] = True
+        out[Columns.TRUNCATEDS][1::2] = True
+        out[Columns.LOSS_MASK] = np.tile([True, False], len(columns[Columns.ACTIONS]))
+        return out

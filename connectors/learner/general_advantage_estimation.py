@@ -30,23 +30,24 @@ def generalized_advantages(values: np.ndarray, rewards: np.ndarray, terminateds:
         >>> targets.tolist()
         [2.125, 2.5, 3.0]
     """
-    if not len(loss_mask) or loss_mask[-1]:
+    real = np.asarray(loss_mask, bool)
+    if len(real) and real[-1]:
         raise ConfigError("GeneralAdvantageEstimation needs every episode to end in the "
                           "artificial timestep AddOneTsToEpisodesAndTruncate adds (loss_mask "
                           "False); prepend that piece to the learner pipeline")
-    value_list, reward_list = values.tolist(), rewards.tolist()
-    continues, real = (~np.asarray(terminateds, bool)).tolist(), np.asarray(loss_mask).tolist()
-    advantages = [0.0] * len(value_list)
-    following = 0.0
-    for t in range(len(value_list) - 1, -1, -1):
-        if not real[t]:
-            following = 0.0
-            continue
-        delta = reward_list[t] + gamma * continues[t] * value_list[t + 1] - value_list[t]
-        following = delta + gamma * lambda_ * continues[t] * following
-        advantages[t] = following
-    advantages_array = np.asarray(advantages, dtype=np.float32)
-    return advantages_array, advantages_array + values.astype(np.float32)
+    values = np.asarray(values, np.float64)
+    continues = ~np.asarray(terminateds, bool)
+    next_values = np.append(values[1:], 0.0)
+    deltas = np.where(real, rewards + gamma * continues * next_values - values, 0.0)
+    carry = gamma * lambda_ * continues
+    # A_t = delta_t + carry_t * A_{t+1}, solved backwards one step per pass: after k passes
+    # the last k real steps of every episode are exact (A is 0 on the artificial steps).
+    ends = np.flatnonzero(~real)
+    longest = int(np.max(np.diff(ends, prepend=-1) - 1, initial=0))
+    advantages = deltas
+    for _ in range(longest - 1):
+        advantages = deltas + carry * np.append(advantages[1:], 0.0)
+    return advantages.astype(np.float32), (advantages + values).astype(np.float32)
 
 
 class GeneralAdvantageEstimation(ConnectorV2):

@@ -13,7 +13,7 @@ import pyarrow as pa
 import ray
 from ray.data.block import BlockAccessor
 
-from connectors import DEFAULT_LEARNER_PIECES, ConnectorPipelineV2
+from connectors import DEFAULT_LEARNER_PIECES, ConnectorPipelineV2, ConnectorV2
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.compression import decompress_column, looks_compressed
 from offline_rl.data.data_config import DataConfig, as_data_config
@@ -109,9 +109,9 @@ class OfflinePreLearner:
                                   "was given no module_weights to fetch it from")
             self.synced_module = SyncedModule(config.rl_module_spec.build(), module_weights,
                                               config.prelearner_module_synch_period)
-        #: Whether the episode stage is the default pieces, computed column by column instead.
-        self._fast_columns = ([type(piece) for piece in self._episode_stage]
-                              == list(DEFAULT_LEARNER_PIECES))
+        #: A first piece with a column-by-column form (``on_single_steps``), and whether the
+        #: episode stage is the default pieces after it, computed column by column instead.
+        self._column_prefix, self._fast_columns = _column_path(self._episode_stage)
         self._custom_mapping = (inspect.getattr_static(type(self), "_map_to_episodes")
                                 is not inspect.getattr_static(OfflinePreLearner,
                                                               "_map_to_episodes"))
@@ -159,7 +159,7 @@ class OfflinePreLearner:
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
                                             self.source)
-            return self._check_transitions(self._connect(columns=columns), table)
+            return self._connect(columns=self._check_transitions(columns, table))
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema, to_numpy=True,
             observation_space=self.observation_space, action_space=self.action_space,
@@ -176,6 +176,8 @@ class OfflinePreLearner:
         if columns is None:
             columns = self._episode_stage(rl_module=module, batch={}, episodes=episodes,
                                           shared_data=shared_data, metrics={})
+        elif self._column_prefix is not None:
+            columns = self._column_prefix.on_single_steps(columns)
         columns = self._batch_stage(rl_module=module, batch=columns, episodes=[],
                                     shared_data=shared_data, metrics={})
         if module is not None:
@@ -215,7 +217,9 @@ class OfflinePreLearner:
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
-        place = row_number if table is None else self.locator.place(table)
+        rows = len(values[Columns.ACTIONS])
+        place = (self.locator.place(table) if table is not None and table.num_rows == rows
+                 else row_number)
         columns[Columns.ACTIONS] = self._bound_actions(values[Columns.ACTIONS], where, place)
         del values[Columns.ACTIONS]
         bad = nonfinite_rows(values)
@@ -431,6 +435,19 @@ def overrides_call(prelearner_class: type) -> bool:
     """Whether a PreLearner class has its own ``__call__``: it then gets its batches as dicts
     of numpy arrays, as in RLlib (``OfflinePreLearner`` itself reads Arrow tables)."""
     return prelearner_class.__call__ is not OfflinePreLearner.__call__
+
+
+def _column_path(episode_stage: ConnectorPipelineV2) -> tuple[ConnectorV2 | None, bool]:
+    """The episode stage's first piece when it has ``on_single_steps`` (else ``None``), and
+    whether the pieces after it are the default pieces, so the stage can run column by
+    column. Each default piece adds its own columns only where missing, so their order
+    (before ``BatchIndividualItems``) and repeats do not change the batch."""
+    pieces = list(episode_stage)
+    prefix = pieces[0] if pieces and pieces[0].on_single_steps is not None else None
+    kinds = [type(piece) for piece in pieces[prefix is not None:]]
+    return prefix, (set(kinds) == set(DEFAULT_LEARNER_PIECES)
+                    and kinds[-1] is DEFAULT_LEARNER_PIECES[-1]
+                    and kinds.count(DEFAULT_LEARNER_PIECES[-1]) == 1)
 
 
 def _split_stages(pipeline: ConnectorPipelineV2
