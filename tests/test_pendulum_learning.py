@@ -1,0 +1,36 @@
+"""CQL and IQL learn Pendulum from mixed data (random, medium and expert episodes) through the
+whole pipeline, with a fixed seed and a bounded number of updates, far above the random tier."""
+
+from __future__ import annotations
+
+import pytest
+
+from offline_rl import CQLConfig, IQLConfig
+
+#: The random tier's mean return on Pendulum is about -1200 (-1410 to -1040 expected).
+FAR_ABOVE_RANDOM = -700.0
+
+
+@pytest.fixture(scope="module")
+def pendulum_mixed(tmp_path_factory):
+    from offline_rl.datasets import make_dataset
+
+    data = tmp_path_factory.mktemp("datasets") / "pendulum-mixed"
+    make_dataset("Pendulum-v1", data, tier="mixed", episodes=60, seed=0, progress=False)
+    return data
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("config_class", [CQLConfig, IQLConfig],
+                         ids=lambda config_class: config_class.algo_name)
+def test_learns_pendulum_far_above_the_random_tier(ray_session, pendulum_mixed, config_class):
+    config = (config_class().environment("Pendulum-v1")
+              .offline_data(input_=str(pendulum_mixed), dataset_num_iters_per_learner=500)
+              .evaluation(evaluation_interval=1, evaluation_duration=5).debugging(seed=0))
+    if config_class is CQLConfig:
+        config.training(num_actions=4)
+    returns = []
+    with config.build() as algo:
+        while len(returns) < 8 and (not returns or returns[-1] < FAR_ABOVE_RANDOM):
+            returns.append(algo.train()["evaluation"]["env_runners"]["episode_return_mean"])
+    assert returns[-1] >= FAR_ABOVE_RANDOM, returns
