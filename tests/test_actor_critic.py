@@ -185,7 +185,7 @@ def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning():
 
 
 def test_td3bc_refuses_discrete_actions_naming_the_alternatives():
-    with pytest.raises(ConfigError, match=r"TD3\+BC needs Box \(continuous\) actions, but the "
+    with pytest.raises(ConfigError, match=r"TD3BC needs Box \(continuous\) actions, but the "
                                           r"action space is Discrete\(2\); for discrete actions "
                                           r"use IQLConfig"):
         TD3BCConfig().get_rl_module_spec(BOX, gym.spaces.Discrete(2))

@@ -64,6 +64,16 @@ class AlgorithmConfig:
     algo_name: ClassVar[str] = ""
     #: The ``LearnerConfig`` (sub)class the learners get; a subclass adds the loss's fields.
     learner_config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
+    #: ``"package.module:Name"`` of the algorithm's ``Learner`` subclass, imported on first use
+    #: (torch loads only where learners run).
+    learner_class_path: ClassVar[str | None] = None
+    #: ``"package.module:Name"`` of the module the algorithm trains (``None``: the default
+    #: policy network); ``rl_module(rl_module_spec=...)`` may name another.
+    module_class_path: ClassVar[str | None] = None
+    #: The action space class the algorithm needs (``None``: ``Discrete`` or ``Box``), and
+    #: what the error for another one suggests instead.
+    action_space_class: ClassVar[type[gym.Space] | None] = None
+    other_actions_hint: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -284,9 +294,12 @@ class AlgorithmConfig:
         return None
 
     def get_default_learner_class(self) -> type:
-        """The ``Learner`` subclass holding this algorithm's loss (imports torch)."""
-        raise ConfigError(f"{type(self).__name__} does not name a learner; use an algorithm "
-                          "config such as BCConfig")
+        """The ``Learner`` subclass holding this algorithm's loss (``learner_class_path``,
+        imported here: it imports torch)."""
+        if self.learner_class_path is None:
+            raise ConfigError(f"{type(self).__name__} does not name a learner; use an "
+                              "algorithm config such as BCConfig")
+        return import_object(self.learner_class_path)
 
     def build(self) -> Any:
         """Validates the config and builds the algorithm (starts or connects to Ray)."""
@@ -297,8 +310,15 @@ class AlgorithmConfig:
 
     def get_rl_module_spec(self, observation_space: gym.Space,
                            action_space: gym.Space) -> RLModuleSpec:
-        """The module spec with spaces and ``model_config`` filled in."""
+        """The module spec with spaces, ``model_config`` and the algorithm's module class
+        filled in; ``ConfigError`` for actions the algorithm cannot learn."""
+        wanted = self.action_space_class
+        if action_space is not None and wanted and not isinstance(action_space, wanted):
+            kind = "Box (continuous)" if wanted is gym.spaces.Box else wanted.__name__
+            raise ConfigError(f"{self.algo_name} needs {kind} actions, but the action space "
+                              f"is {action_space}; {self.other_actions_hint}")
         spec = copy.copy(self.rl_module_spec) if self.rl_module_spec else RLModuleSpec()
+        spec.module_class = spec.module_class or self.module_class_path
         spec.observation_space = spec.observation_space or observation_space
         spec.action_space = spec.action_space or action_space
         if spec.model_config is None:

@@ -18,17 +18,12 @@ class BCConfig(AlgorithmConfig):
     """
 
     algo_name = "BC"
+    learner_class_path = "offline_rl.algorithms.bc.bc_learner:BCTorchLearner"
 
     @property
     def algo_class(self) -> type[Algorithm]:
         """``BC``."""
         return BC
-
-    def get_default_learner_class(self) -> type:
-        """``BCTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.bc.bc_learner import BCTorchLearner
-
-        return BCTorchLearner
 
 
 class BC(Algorithm):

@@ -12,8 +12,6 @@ from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.errors import ConfigError
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 #: The module continuous CQL trains: a tanh-squashed Gaussian policy plus twin Q-networks.
 SQUASHED_ACTOR_CRITIC_MODULE = (
@@ -54,6 +52,10 @@ class CQLConfig(AlgorithmConfig):
 
     algo_name = "CQL"
     learner_config_class = CQLLearnerConfig
+    learner_class_path = "offline_rl.algorithms.cql.cql_learner:CQLTorchLearner"
+    module_class_path = SQUASHED_ACTOR_CRITIC_MODULE
+    action_space_class = gym.spaces.Box
+    other_actions_hint = "for discrete actions use DiscreteCQLConfig"
 
     def __init__(self) -> None:
         super().__init__()
@@ -86,24 +88,6 @@ class CQLConfig(AlgorithmConfig):
     def algo_class(self) -> type[Algorithm]:
         """``CQL``."""
         return CQL
-
-    def get_default_learner_class(self) -> type:
-        """``CQLTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.cql.cql_learner import CQLTorchLearner
-
-        return CQLTorchLearner
-
-    def get_rl_module_spec(self, observation_space: gym.Space,
-                           action_space: gym.Space) -> RLModuleSpec:
-        """The squashed-Gaussian actor-critic module unless ``rl_module_spec`` names another;
-        ``Box`` actions only."""
-        if action_space is not None and not isinstance(action_space, gym.spaces.Box):
-            raise ConfigError(f"CQL needs Box (continuous) actions, but the action space is "
-                              f"{action_space}; for discrete actions use DiscreteCQLConfig")
-        spec = super().get_rl_module_spec(observation_space, action_space)
-        if spec.module_class is None:
-            spec.module_class = SQUASHED_ACTOR_CRITIC_MODULE
-        return spec
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus CQL's ranges."""

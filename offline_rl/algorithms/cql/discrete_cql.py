@@ -12,8 +12,6 @@ from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.errors import ConfigError
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 #: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
 Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"
@@ -43,6 +41,10 @@ class DiscreteCQLConfig(AlgorithmConfig):
 
     algo_name = "DiscreteCQL"
     learner_config_class = DiscreteCQLLearnerConfig
+    learner_class_path = "offline_rl.algorithms.cql.discrete_cql_learner:DiscreteCQLTorchLearner"
+    module_class_path = Q_MODULE
+    action_space_class = gym.spaces.Discrete
+    other_actions_hint = "for continuous actions use CQLConfig, TD3BCConfig or IQLConfig"
 
     def __init__(self) -> None:
         super().__init__()
@@ -63,25 +65,6 @@ class DiscreteCQLConfig(AlgorithmConfig):
     def algo_class(self) -> type[Algorithm]:
         """``DiscreteCQL``."""
         return DiscreteCQL
-
-    def get_default_learner_class(self) -> type:
-        """``DiscreteCQLTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.cql.discrete_cql_learner import DiscreteCQLTorchLearner
-
-        return DiscreteCQLTorchLearner
-
-    def get_rl_module_spec(self, observation_space: gym.Space,
-                           action_space: gym.Space) -> RLModuleSpec:
-        """The greedy Q-network module unless ``rl_module_spec`` names another; ``Discrete``
-        actions only."""
-        if action_space is not None and not isinstance(action_space, gym.spaces.Discrete):
-            raise ConfigError(f"DiscreteCQL needs Discrete actions, but the action space is "
-                              f"{action_space}; for continuous actions use TD3BCConfig or "
-                              "IQLConfig")
-        spec = super().get_rl_module_spec(observation_space, action_space)
-        if spec.module_class is None:
-            spec.module_class = Q_MODULE
-        return spec
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus discrete CQL's ranges."""

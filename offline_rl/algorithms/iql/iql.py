@@ -10,7 +10,6 @@ from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 #: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.
 ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLModule"
@@ -43,6 +42,8 @@ class IQLConfig(AlgorithmConfig):
 
     algo_name = "IQL"
     learner_config_class = IQLLearnerConfig
+    learner_class_path = "offline_rl.algorithms.iql.iql_learner:IQLTorchLearner"
+    module_class_path = ACTOR_CRITIC_MODULE
 
     def __init__(self) -> None:
         super().__init__()
@@ -70,19 +71,6 @@ class IQLConfig(AlgorithmConfig):
     def algo_class(self) -> type[Algorithm]:
         """``IQL``."""
         return IQL
-
-    def get_default_learner_class(self) -> type:
-        """``IQLTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.iql.iql_learner import IQLTorchLearner
-
-        return IQLTorchLearner
-
-    def get_rl_module_spec(self, observation_space: Any, action_space: Any) -> RLModuleSpec:
-        """The actor-critic module unless ``rl_module_spec`` names another."""
-        spec = super().get_rl_module_spec(observation_space, action_space)
-        if spec.module_class is None:
-            spec.module_class = ACTOR_CRITIC_MODULE
-        return spec
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus IQL's ranges."""

@@ -19,7 +19,6 @@ from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 #: The module MARWIL trains: the default policy plus a state-value network.
 POLICY_VALUE_MODULE = "offline_rl.models.value_module:PolicyValueTorchRLModule"
@@ -60,6 +59,8 @@ class MARWILConfig(AlgorithmConfig):
 
     algo_name = "MARWIL"
     learner_config_class = MARWILLearnerConfig
+    learner_class_path = "offline_rl.algorithms.marwil.marwil_learner:MARWILTorchLearner"
+    module_class_path = POLICY_VALUE_MODULE
 
     def __init__(self) -> None:
         super().__init__()
@@ -84,21 +85,6 @@ class MARWILConfig(AlgorithmConfig):
     def algo_class(self) -> type[Algorithm]:
         """``MARWIL``."""
         return MARWIL
-
-    def get_default_learner_class(self) -> type:
-        """``MARWILTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.marwil.marwil_learner import MARWILTorchLearner
-
-        return MARWILTorchLearner
-
-    def get_rl_module_spec(self, observation_space: gym.Space,
-                           action_space: gym.Space) -> RLModuleSpec:
-        """The policy-and-value module unless ``rl_module_spec`` names another (it must have
-        ``compute_values``)."""
-        spec = super().get_rl_module_spec(observation_space, action_space)
-        if spec.module_class is None:
-            spec.module_class = POLICY_VALUE_MODULE
-        return spec
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
                                 input_action_space: gym.Space | None,

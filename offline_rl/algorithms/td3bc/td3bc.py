@@ -12,8 +12,6 @@ from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.errors import ConfigError
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 #: The module TD3+BC trains: the actor-critic module plus a target copy of the policy.
 TD3BC_MODULE = "offline_rl.models.actor_critic_module:TargetPolicyActorCriticTorchRLModule"
@@ -46,6 +44,10 @@ class TD3BCConfig(AlgorithmConfig):
 
     algo_name = "TD3BC"
     learner_config_class = TD3BCLearnerConfig
+    learner_class_path = "offline_rl.algorithms.td3bc.td3bc_learner:TD3BCTorchLearner"
+    module_class_path = TD3BC_MODULE
+    action_space_class = gym.spaces.Box
+    other_actions_hint = "for discrete actions use IQLConfig or BCConfig"
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,24 +73,6 @@ class TD3BCConfig(AlgorithmConfig):
     def algo_class(self) -> type[Algorithm]:
         """``TD3BC``."""
         return TD3BC
-
-    def get_default_learner_class(self) -> type:
-        """``TD3BCTorchLearner`` (imported here: torch loads only where learners run)."""
-        from offline_rl.algorithms.td3bc.td3bc_learner import TD3BCTorchLearner
-
-        return TD3BCTorchLearner
-
-    def get_rl_module_spec(self, observation_space: gym.Space,
-                           action_space: gym.Space) -> RLModuleSpec:
-        """The actor-critic module with a target policy, unless ``rl_module_spec`` names
-        another; ``Box`` actions only."""
-        if action_space is not None and not isinstance(action_space, gym.spaces.Box):
-            raise ConfigError(f"TD3+BC needs Box (continuous) actions, but the action space is "
-                              f"{action_space}; for discrete actions use IQLConfig or BCConfig")
-        spec = super().get_rl_module_spec(observation_space, action_space)
-        if spec.module_class is None:
-            spec.module_class = TD3BC_MODULE
-        return spec
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus TD3+BC's ranges."""
