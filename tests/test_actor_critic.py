@@ -163,8 +163,9 @@ def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_s
     np.testing.assert_array_equal(module.compute_actions(np.zeros((1, 4), np.float32)), greedy)
     with Algorithm.from_checkpoint(checkpoint) as restored:
         assert restored.iteration == len(returns)
-        assert sorted(restored.learner_group._local.learner.optimizers) == [
-            "critic", "policy", "value"]
+        learner = restored.learner_group._local.learner
+        assert sorted(learner.optimizers) == ["critic", "policy", "value"]
+        assert learner.num_updates == 250 * len(returns)  # what delayed updates are timed by
 
 
 def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning():

@@ -79,6 +79,9 @@ class Learner:
         self.optimizers = {name: torch.optim.Adam(spec.parameters, lr=spec.lr)
                            for name, spec in self.optimizer_specs.items()}
         self._to_tensor = NumpyToTensor(device=self.device)
+        #: Optimizer steps taken (a restored algorithm sets its saved count): losses with
+        #: schedules (delayed policy updates, a behavior-cloning warm-up) read it.
+        self.num_updates = 0
 
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """The optimizers by name; by default one, ``"default"``, over the whole module."""
@@ -130,6 +133,7 @@ class Learner:
         for optimizer in self.optimizers.values():
             optimizer.step()
         self.after_gradient_based_update()
+        self.num_updates += 1
         if batch is None:
             return {}
         values = torch.stack(list(reported.values())).tolist()

@@ -148,7 +148,7 @@ class LearnerWorker:
     def set_state(self, state: dict[str, Any], num_steps: int) -> None:
         """Restores ``get_state``'s state (or just its ``module``) and the step count."""
         self.learner.set_state(state)
-        self.num_steps = num_steps
+        self.num_steps = self.learner.num_updates = num_steps
 
     def stop(self) -> None:
         """Stops its shard's stream (``OfflineData`` is its owner's to stop) and leaves the

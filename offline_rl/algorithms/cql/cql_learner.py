@@ -34,8 +34,8 @@ class CQLTorchLearner(Learner):
     - ``lagrange``: ``-multiplier * (penalty - lagrangian_thresh)``, so the multiplier grows
       while the penalty exceeds the threshold.
 
-    The target Q-networks then move ``tau`` towards the Q-networks. The temperature, the
-    multiplier and the update count are part of the learner's state (checkpoints).
+    The target Q-networks then move ``tau`` towards the Q-networks. The temperature and the
+    multiplier are part of the learner's state (checkpoints).
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -57,7 +57,6 @@ class CQLTorchLearner(Learner):
         """``policy``, ``critic`` (both Q-networks), ``alpha`` (the log temperature, created
         here) and, with ``lagrangian``, ``lagrange`` (the log multiplier)."""
         module, config = self.module, self.config
-        self.updates = 0
         self.log_alpha = torch.nn.Parameter(
             torch.tensor(math.log(config.initial_alpha), device=self.device))
         self.log_lagrange = torch.nn.Parameter(torch.zeros((), device=self.device))
@@ -110,7 +109,7 @@ class CQLTorchLearner(Learner):
                                                            if config.lagrangian else 0.0))
         critic_loss = td_loss + (multiplier.detach() * conservative).sum()
         sampled_action, sampled_logp = policy_actions[:, 0], policy_logp[:, 0]
-        if self.updates < config.bc_iters:
+        if self.num_updates < config.bc_iters:
             dist = module.get_train_action_dist_cls().from_logits(dist_inputs)
             policy_gain = dist.logp(actions)
         else:
@@ -124,7 +123,6 @@ class CQLTorchLearner(Learner):
         if config.lagrangian:
             losses["lagrange"] = -(multiplier * conservative.detach()).sum() / 2
             stats.update(lagrange_loss=losses["lagrange"], lagrange_multiplier=multiplier)
-        self.updates += 1
         return losses, stats
 
     def _candidate_actions(self, policy_actions: torch.Tensor, policy_logp: torch.Tensor,
@@ -143,11 +141,9 @@ class CQLTorchLearner(Learner):
         self.module.update_targets(self.config.tau)
 
     def get_state(self) -> dict[str, Any]:
-        """The base state plus the log temperature, the log multiplier and the update
-        count."""
+        """The base state plus the log temperature and the log multiplier."""
         return {**super().get_state(), "log_alpha": self.log_alpha.detach(),
-                "log_lagrange": self.log_lagrange.detach(),
-                "updates": torch.tensor(self.updates)}
+                "log_lagrange": self.log_lagrange.detach()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores what ``get_state`` returned."""
@@ -156,5 +152,3 @@ class CQLTorchLearner(Learner):
             for name in ("log_alpha", "log_lagrange"):
                 if name in state:
                     getattr(self, name).copy_(torch.as_tensor(state[name]))
-        if "updates" in state:
-            self.updates = int(state["updates"])

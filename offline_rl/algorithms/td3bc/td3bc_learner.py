@@ -20,8 +20,7 @@ class TD3BCTorchLearner(Learner):
       ``-alpha * Q(s, pi(s)) / mean|Q| + (pi(s) - a)**2``, with ``pi(s)`` clipped to the
       action space; the targets (Q and policy) then move ``tau`` towards their networks.
 
-    The step counter that times the delayed updates starts at 0 in each process (a restored
-    learner may shift their phase by up to ``policy_delay - 1`` steps).
+    The delayed updates are timed by ``num_updates``, which a restored algorithm keeps.
 
     Example:
         >>> import gymnasium as gym, numpy as np
@@ -43,13 +42,16 @@ class TD3BCTorchLearner(Learner):
         space = self.module.action_space
         self._low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
         self._high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
-        self._steps = 0
 
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """``policy`` and ``critic`` (both Q-networks), each with its own ``lr``."""
         module, config = self.module, self.config
         return {"policy": OptimizerSpec(module.policy_parameters(), config.actor_lr),
                 "critic": OptimizerSpec(module.critic_parameters(), config.critic_lr)}
+
+    def _updates_policy(self) -> bool:
+        """Whether this update steps the policy and the targets (every ``policy_delay``)."""
+        return (self.num_updates + 1) % self.config.policy_delay == 0
 
     def _clip(self, actions: torch.Tensor) -> torch.Tensor:
         return torch.maximum(torch.minimum(actions, self._high), self._low)
@@ -73,8 +75,7 @@ class TD3BCTorchLearner(Learner):
                        + torch.nn.functional.mse_loss(q_twin_value, td_target))
         losses = {"critic": critic_loss}
         stats = {"critic_loss": critic_loss, "mean_q": q_value.mean()}
-        self._steps += 1
-        if self._steps % config.policy_delay == 0:
+        if self._updates_policy():
             policy_actions = self._clip(module.mean_actions(obs))
             q_policy, _ = module.q_values(obs, policy_actions)
             weight = config.alpha / q_policy.abs().mean().detach()
@@ -85,6 +86,6 @@ class TD3BCTorchLearner(Learner):
 
     def after_gradient_based_update(self) -> None:
         """After a policy step, moves the target Q-networks and policy ``tau`` closer."""
-        if self._steps % self.config.policy_delay == 0:
+        if self._updates_policy():
             self.module.update_targets(self.config.tau)
             self.module.update_policy_target(self.config.tau)
