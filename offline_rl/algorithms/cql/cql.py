@@ -79,7 +79,8 @@ class CQLConfig(AlgorithmConfig):
         CQL's part: ``min_q_weight`` times ``temperature * logsumexp(Q / temperature)`` over
         ``num_actions`` uniform actions and as many policy actions at ``s`` and ``s'`` (each
         less its log-density), minus ``Q(s, a_data)``; with ``lagrangian`` that weight is
-        also scaled by a multiplier tuned so the penalty stays near ``lagrangian_thresh``;
+        also scaled by a multiplier (learning rate ``alpha_lr``) tuned so the penalty stays
+        near ``lagrangian_thresh``;
         for the first ``bc_iters`` updates the policy is trained by behavior cloning."""
         super().training(**kwargs)
         return self._set(locals())
