@@ -13,6 +13,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from offline_rl.algorithms.registry import registered_algorithms
+
 DESCRIPTION = """\
 Train reinforcement-learning policies from logged experience (Parquet, read with Ray Data).
 
@@ -61,9 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     train = commands.add_parser(
         "train", parents=[common],
         help="train an algorithm from a YAML config",
-        description="Train from a YAML config (sections: environment, training, learners, "
-                    "offline_data, evaluation, checkpointing, rl_module, debugging; see "
-                    "configs/). Writes progress.csv and result.json (one row/line per "
+        description="Train from a YAML config (its algorithm: one of "
+                    f"{', '.join(registered_algorithms())}; sections: environment, training, "
+                    "learners, offline_data, evaluation, checkpointing, rl_module, debugging; "
+                    "see configs/). Writes progress.csv and result.json (one row/line per "
                     "iteration, ready to plot) and the final checkpoint to the output folder; "
                     "with --checkpoint-frequency K also checkpoint_<iteration> every K "
                     "iterations, so that a run stopped midway keeps its progress (evaluate "
