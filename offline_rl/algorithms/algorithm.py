@@ -22,6 +22,7 @@ from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.evaluation_runners import EvaluationRunners
+from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import (
     ALL_MODULES,
     COMPONENT_LEARNER,
@@ -137,7 +138,7 @@ class Algorithm:
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if self.config.output and self.evaluator is not None:
             check_env_runners_fit(self.recording_config())
-        spec = self.config.get_rl_module_spec(*spaces)
+        spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
         runners = self.config.evaluation_num_env_runners
         if runners and self.evaluator is not None and not self.config.output:
@@ -146,6 +147,23 @@ class Algorithm:
                 num_cpus=self.config.num_cpus_per_env_runner, seed=self.config.seed,
                 max_envs=min(math.ceil(self.config.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS))
+
+    def _with_observation_statistics(self, spec: RLModuleSpec) -> RLModuleSpec:
+        """With ``normalize_observations`` and no statistics given, computes them from the
+        offline data and puts them in the module's config (and so in checkpoints, which then
+        restore without computing them again)."""
+        model_config = spec.model_config
+        if not model_config.normalize_observations or model_config.observation_mean is not None:
+            return spec
+        statistics = self.offline_data.observation_statistics()
+        given = {"observation_mean": statistics.mean.tolist(),
+                 "observation_std": statistics.std.tolist()}
+        spec.model_config = dataclasses.replace(model_config, **given)
+        if self.config.rl_module_spec is None:
+            self.config.model_config = {**self.config.model_config, **given}
+        else:
+            self.config.rl_module_spec = spec
+        return spec
 
     def recording_config(self) -> RecorderConfig:
         """How ``evaluate()`` records to ``output``: the config's recorder settings, played by

@@ -323,6 +323,8 @@ class AlgorithmConfig:
         spec.action_space = spec.action_space or action_space
         if spec.model_config is None:
             spec.model_config = DefaultModelConfig.from_dict(self.model_config)
+        elif not isinstance(spec.model_config, DefaultModelConfig):
+            spec.model_config = DefaultModelConfig.from_dict(spec.model_config)
         return spec
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,

@@ -28,6 +28,7 @@ from offline_rl.data.input_reader import (
     require_parquet_files,
 )
 from offline_rl.data.module_weights import ModuleWeights
+from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
 from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
@@ -169,12 +170,10 @@ class OfflineData:
         """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
         configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran)."""
         config = self.config
-        default_rows = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
-                        else ROWS_PER_PRELEARNER_CALL * self.batch_size)
         source = self.data if self.data is not None else read_input(self._read_config())
         dataset = source.map_batches(
             self.prelearner_class,
-            batch_size=config.input_read_batch_size or default_rows,
+            batch_size=self._rows_per_call(),
             batch_format="numpy" if overrides_call(self.prelearner_class) else "pyarrow",
             fn_constructor_kwargs={"config": config, "spaces": self.spaces,
                                    "ledger": self._ledger,
@@ -184,6 +183,20 @@ class OfflineData:
         )
         self.dataset = dataset.materialize() if config.materialize_mapped_data else dataset
         return self.dataset
+
+    def observation_statistics(self) -> ObservationStatistics:
+        """The mean and std of the observations the learners train on, computed from the
+        input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
+        with self.naming_damaged_files():
+            source = self.data if self.data is not None else read_input(self._read_config())
+            return observation_statistics(source, self.config, self.spaces,
+                                          self.prelearner_class, self._rows_per_call())
+
+    def _rows_per_call(self) -> int:
+        """Rows per PreLearner call: ``input_read_batch_size`` or a default."""
+        default = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
+                   else ROWS_PER_PRELEARNER_CALL * self.batch_size)
+        return self.config.input_read_batch_size or default
 
     def _read_config(self) -> DataConfig:
         """The config to read with: episode formats also read each row's file path (Ray Data's

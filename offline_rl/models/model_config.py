@@ -28,6 +28,11 @@ class DefaultModelConfig:
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
     vf_share_layers: bool = True
+    #: Standardize observations with the dataset's per-feature mean and std (``Box`` only).
+    normalize_observations: bool = False
+    #: The statistics; computed from the offline data at ``build()`` when left ``None``.
+    observation_mean: list[float] | None = None
+    observation_std: list[float] | None = None
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> DefaultModelConfig:
@@ -42,6 +47,10 @@ class DefaultModelConfig:
                 raise ConfigError(
                     f"model_config {name}={getattr(config, name)!r}: use one of {list(ACTIVATIONS)}"
                 )
+        given = [config.observation_mean is not None, config.observation_std is not None]
+        if any(given) and not (all(given) and config.normalize_observations):
+            raise ConfigError("model_config observation_mean and observation_std go together, "
+                              "with normalize_observations=True")
         return config
 
     def to_dict(self) -> dict[str, Any]:

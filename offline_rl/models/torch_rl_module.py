@@ -12,7 +12,9 @@ from torch import nn
 
 from offline_rl.columns import Columns
 from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
+from offline_rl.errors import ConfigError
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
+from offline_rl.models.observation_normalizer import ObservationNormalizer
 
 
 def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Sequential:
@@ -65,6 +67,9 @@ class DefaultTorchRLModule(nn.Module):
         self.obs_dim = obs_dim = (
             int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
             else int(np.prod(observation_space.shape)))
+        #: The input filter with ``normalize_observations`` (identity until given statistics).
+        self.obs_normalizer = (self._build_normalizer() if model_config.normalize_observations
+                               else None)
         hiddens = list(model_config.fcnet_hiddens)
         self.encoder = mlp([obs_dim, *hiddens], model_config.fcnet_activation)
         head_sizes = [hiddens[-1] if hiddens else obs_dim, *model_config.head_fcnet_hiddens]
@@ -73,10 +78,23 @@ class DefaultTorchRLModule(nn.Module):
                       model_config.head_fcnet_activation, activate_last=False)
         self.log_std = nn.Parameter(torch.zeros(outputs // 2)) if free_log_std else None
 
+    def _build_normalizer(self) -> ObservationNormalizer:
+        config = self.model_config
+        if isinstance(self.observation_space, gym.spaces.Discrete):
+            raise ConfigError("model_config normalize_observations=True needs Box observations; "
+                              f"the observation space is {self.observation_space}")
+        mean = config.observation_mean or [0.0] * self.obs_dim
+        std = config.observation_std or [1.0] * self.obs_dim
+        if len(mean) != self.obs_dim or len(std) != self.obs_dim:
+            raise ConfigError(f"model_config observation_mean/observation_std have {len(mean)}/"
+                              f"{len(std)} values; the observations have {self.obs_dim} features")
+        return ObservationNormalizer(mean, std)
+
     def _encode_obs(self, obs: torch.Tensor) -> torch.Tensor:
         if isinstance(self.observation_space, gym.spaces.Discrete):
             return nn.functional.one_hot(obs.long(), int(self.observation_space.n)).float()
-        return obs.reshape(obs.shape[0], -1).float()
+        flat = obs.reshape(obs.shape[0], -1).float()
+        return flat if self.obs_normalizer is None else self.obs_normalizer(flat)
 
     def _dist_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         outputs = self.pi(self.encoder(self._encode_obs(batch[Columns.OBS])))

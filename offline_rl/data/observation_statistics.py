@@ -1,0 +1,87 @@
+"""The per-feature mean and std of the observations a learner trains on, from one Ray Data pass."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+import ray.data
+
+from offline_rl.columns import Columns
+from offline_rl.data.data_config import DataConfig
+from offline_rl.data.prelearner import overrides_call
+from offline_rl.errors import DataFormatError
+
+
+@dataclass(frozen=True)
+class ObservationStatistics:
+    """``count`` flat observations with per-feature ``mean`` and (population) ``std``."""
+
+    count: int
+    mean: np.ndarray
+    std: np.ndarray
+
+
+def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: DataConfig,
+                        spaces: tuple[gym.Space, gym.Space], prelearner_class: type
+                        ) -> dict[str, np.ndarray]:
+    """One batch of input rows -> one row: the count, mean and sum of squared deviations
+    (``m2``) of the observations the PreLearner makes of them (of every timestep of the
+    episodes decoded from them, with episode formats, rather than of a sample)."""
+    prelearner = prelearner_class(config, spaces, **config.prelearner_kwargs)
+    if config.reads_episodes:
+        columns = prelearner._connect(prelearner._decode(batch)[0])
+    else:
+        columns = prelearner(batch)
+    obs = np.asarray(columns[Columns.OBS], dtype=np.float64)
+    obs = obs.reshape(len(obs), -1)
+    mean = obs.mean(axis=0) if len(obs) else np.zeros(obs.shape[1])
+    return {"count": np.array([len(obs)]), "mean": mean[None],
+            "m2": ((obs - mean) ** 2).sum(axis=0)[None]}
+
+
+def combine_moments(count: np.ndarray, mean: np.ndarray, m2: np.ndarray
+                    ) -> ObservationStatistics:
+    """Chan et al.'s pairwise combination of per-batch moments (rows of ``mean`` and ``m2``),
+    exact up to float64 rounding.
+
+    Example:
+        >>> x = np.array([[1.0], [2.0], [4.0], [7.0]])
+        >>> parts = [x[:1], x[1:]]
+        >>> stats = combine_moments(np.array([len(p) for p in parts]),
+        ...                         np.stack([p.mean(0) for p in parts]),
+        ...                         np.stack([((p - p.mean(0)) ** 2).sum(0) for p in parts]))
+        >>> stats.count, stats.mean.item(), round(stats.std.item(), 6) == round(x.std(), 6)
+        (4, 3.5, True)
+    """
+    total = int(count.sum())
+    weights = count[:, None].astype(np.float64)
+    overall = (weights * mean).sum(axis=0) / total
+    m2_total = m2.sum(axis=0) + (weights * (mean - overall) ** 2).sum(axis=0)
+    return ObservationStatistics(total, overall, np.sqrt(m2_total / total))
+
+
+def observation_statistics(source: ray.data.Dataset, config: DataConfig,
+                           spaces: tuple[gym.Space, gym.Space], prelearner_class: type,
+                           batch_size: int) -> ObservationStatistics:
+    """Maps ``source`` (the input rows) through ``prelearner_class`` and the learner
+    pipeline, less the pieces that need the module (the module's statistics are what is being
+    computed), and reduces the observations to their mean and std."""
+    pipeline = config.build_learner_connector(*spaces)
+    for piece in [piece for piece in pipeline if piece.needs_module]:
+        pipeline.remove(type(piece))
+    config = dataclasses.replace(config, learner_pipeline=pipeline, rl_module_spec=None)
+    rows = source.map_batches(
+        observation_moments,
+        batch_size=batch_size,
+        batch_format="numpy" if overrides_call(prelearner_class) else "pyarrow",
+        fn_kwargs={"config": config, "spaces": spaces, "prelearner_class": prelearner_class},
+    ).take_all()
+    count = np.array([row["count"] for row in rows], dtype=np.int64)
+    if not count.sum():
+        raise DataFormatError(f"{config.input_}: no observations to compute the "
+                              "normalize_observations statistics from")
+    return combine_moments(count, np.stack([row["mean"] for row in rows]),
+                           np.stack([row["m2"] for row in rows]))
