@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa

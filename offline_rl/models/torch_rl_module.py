@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from offline_rl.columns import Columns
-from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
 from offline_rl.errors import ConfigError
+from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
 from offline_rl.models.observation_normalizer import ObservationNormalizer
 
