@@ -106,18 +106,27 @@ def ours(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int
     if name == "BC":
         config = config.training(lr=1e-3).rl_module(
             model_config={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"})
+    wall_started = time.perf_counter()
     with config.build() as algo:
         started = time.perf_counter()
         algo.train()  # the first iteration also starts the pipeline: timed on its own
         first = time.perf_counter()
-        for _ in range(args.updates // UPDATES_PER_ITERATION - 1):
+        updates = budget(name, args)
+        for _ in range(updates // UPDATES_PER_ITERATION - 1):
             algo.train()
         steady_ms = 1000 * (time.perf_counter() - first) / max(
-            args.updates - UPDATES_PER_ITERATION, 1)
+            updates - UPDATES_PER_ITERATION, 1)
         returned = algo.evaluate()["env_runners"]["episode_return_mean"]
+        wall = time.perf_counter() - wall_started
         ceiling = learner_update_ms(algo, args.batch)
     return {"return": returned, "ms_per_update": steady_ms, "learner_update_ms": ceiling,
-            "first_iteration_s": first - started}
+            "first_iteration_s": first - started, "wall_s": wall}
+
+
+def budget(name: str, args: argparse.Namespace) -> int:
+    """The updates ``name`` trains for: ``--updates``, unless ``--budget`` overrides it."""
+    overrides = dict(item.split("=") for item in args.budget)
+    return int(overrides.get(name, args.updates))
 
 
 def learner_update_ms(algo, batch_size: int) -> float:
@@ -133,12 +142,16 @@ def learner_update_ms(algo, batch_size: int) -> float:
     return 1000 * (time.perf_counter() - started) / CEILING_UPDATES
 
 
-def theirs(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int) -> dict:
-    """Trains and evaluates d3rlpy's ``name`` in ``--d3rlpy-python``; returns the figures."""
-    out = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id, name,
-                          str(args.updates), str(args.batch), str(seed), str(args.episodes)],
+def theirs(name: str, counterpart: str, data: Path, env_id: str, args: argparse.Namespace,
+           seed: int) -> dict:
+    """Trains and evaluates d3rlpy's ``counterpart`` of our ``name`` in ``--d3rlpy-python``;
+    returns the figures."""
+    started = time.perf_counter()
+    out = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
+                          counterpart, str(budget(name, args)), str(args.batch), str(seed),
+                          str(args.episodes)],
                          capture_output=True, text=True, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return {**json.loads(out.strip().splitlines()[-1]), "wall_s": time.perf_counter() - started}
 
 
 def main() -> None:
@@ -147,6 +160,8 @@ def main() -> None:
     parser.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--updates", type=int, default=10_000)
+    parser.add_argument("--budget", nargs="*", default=[], metavar="ALGORITHM=UPDATES",
+                        help="another update budget for some algorithms (both libraries)")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--dataset-episodes", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
@@ -169,7 +184,7 @@ def main() -> None:
                 continue
             runs = {"offline-rl": [ours(name, data, env_id, args, seed) for seed in args.seeds]}
             if args.d3rlpy_python and counterpart:
-                runs["d3rlpy"] = [theirs(counterpart, data, env_id, args, seed)
+                runs["d3rlpy"] = [theirs(name, counterpart, data, env_id, args, seed)
                                   for seed in args.seeds]
             for library, results in runs.items():
                 returns = [result["return"] for result in results]
@@ -180,28 +195,31 @@ def main() -> None:
                        / (expert_return - random_return),
                        "ms_per_update_median": statistics.median(
                            result["ms_per_update"] for result in results),
-                       "seeds": args.seeds, "updates": args.updates, "batch": args.batch}
+                       "wall_s_median": statistics.median(result["wall_s"] for result in results),
+                       "seeds": args.seeds, "updates": budget(name, args), "batch": args.batch}
                 if library == "offline-rl":
                     for key in ("learner_update_ms", "first_iteration_s"):
                         row[f"{key}_median"] = statistics.median(
                             result[key] for result in results)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    if args.out:
-        write_table(rows, args.out)
+                if args.out:  # after every row, so a stopped run keeps what it measured
+                    write_table(rows, args.out)
 
 
 def write_table(rows: list[dict], out: Path) -> None:
     lines = ["# Policy quality on the reference datasets", "",
              "Generated by:", "", "    python " + " ".join(map(shlex.quote, sys.argv)), "",
-             "| task | algorithm | library | return (mean ± std) | normalized | ms/update "
-             "(pipeline) | ms/update (learner only) |", "|---|---|---|---|---|---|---|"]
+             "| task | algorithm | library | updates | return (mean ± std) | normalized | "
+             "ms/update (pipeline) | ms/update (learner only) | wall s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         learner = row.get("learner_update_ms_median")
         lines.append(f"| {row['task']} | {row['algorithm']} | {row['library']} | "
-                     f"{row['return_mean']:.1f} ± {row['return_std']:.1f} | "
+                     f"{row['updates']} | {row['return_mean']:.1f} ± {row['return_std']:.1f} | "
                      f"{row['normalized']:.0f} | {row['ms_per_update_median']:.2f} | "
-                     f"{'-' if learner is None else f'{learner:.2f}'} |")
+                     f"{'-' if learner is None else f'{learner:.2f}'} | "
+                     f"{row['wall_s_median']:.0f} |")
     out.write_text("\n".join(lines) + "\n")
 
 

@@ -36,6 +36,8 @@ class Columns:
     STATE_IN = "state_in"
     STATE_OUT = "state_out"
     LOSS_MASK = "loss_mask"
+    #: Steps an n-step transition spans (its reward is discounted over them).
+    N_STEP = "n_step"
     EMBEDDINGS = "embeddings"
 
 

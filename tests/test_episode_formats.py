@@ -51,14 +51,17 @@ def episodes_config(path, **options) -> BCConfig:
             .debugging(seed=0))
 
 
-def test_vectorized_sampling_equals_the_pipeline_on_buffer_slices():
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_vectorized_sampling_equals_the_pipeline_on_buffer_slices(n_step):
     episodes = fixture_episodes()
     sliced_buffer, flat_buffer = (EpisodeReplayBuffer(capacity=10_000, seed=3) for _ in range(2))
     sliced_buffer.add(episodes)
     flat_buffer.add(episodes)
-    expected = default_learner_pipeline()(rl_module=None, batch={},
-                                          episodes=sliced_buffer.sample(num_items=300))
-    flat = Transitions(flat_buffer.episodes).take(flat_buffer.sample_timesteps(300))
+    expected = default_learner_pipeline()(
+        rl_module=None, batch={},
+        episodes=sliced_buffer.sample(num_items=300, n_step=n_step, gamma=0.9))
+    flat = Transitions(flat_buffer.episodes).take(flat_buffer.sample_timesteps(300), n_step,
+                                                  gamma=0.9)
     assert sorted(flat) == sorted(expected)
     for name in expected:
         assert flat[name].dtype == expected[name].dtype, name

@@ -86,6 +86,7 @@ def test_n_step_samples_discount_rewards_and_skip_ahead():
         assert int(sample.get_observations(1)) == t + steps
         assert sample.get_rewards(0) == pytest.approx(sum(0.5 ** k for k in range(steps)))
         assert sample.is_terminated == (t + steps == 10)
+        assert sample.get_extra_model_outputs("n_step", 0) == steps
 
 
 def test_empty_buffer_and_bad_arguments():

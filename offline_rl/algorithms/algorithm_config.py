@@ -21,6 +21,7 @@ from offline_rl.algorithms.config_files import (
 )
 from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.core.schedules import LearningRate
 from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object
@@ -166,13 +167,17 @@ class AlgorithmConfig:
         the spaces, which may be given without any env to train from data alone."""
         return self._set(locals())
 
-    def training(self, *, lr: float = NotProvided, train_batch_size_per_learner: int = NotProvided,
+    def training(self, *, lr: LearningRate = NotProvided,
+                 train_batch_size_per_learner: int = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  learner_connector: Callable[..., Any] | str | None = NotProvided,
                  add_default_connectors_to_learner_pipeline: bool = NotProvided
                  ) -> AlgorithmConfig:
-        """Optimizer and batch settings. ``learner_connector(obs_space, act_space)`` returns
-        connector piece(s) placed before the default learner pieces."""
+        """Optimizer and batch settings. ``lr`` is a number or a schedule
+        ``[[timestep, lr], ...]`` (linear between points; the timestep counts the rows
+        trained on, over all learners), as is every ``*_lr`` of the algorithms.
+        ``learner_connector(obs_space, act_space)`` returns connector piece(s) placed before
+        the default learner pieces."""
         return self._set(locals())
 
     def learners(self, *, num_learners: int = NotProvided,

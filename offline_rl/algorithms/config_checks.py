@@ -3,9 +3,10 @@ with what the field must be."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from offline_rl.core.schedules import learning_rate_problem
 from offline_rl.errors import ConfigError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.checks import (
@@ -32,7 +33,7 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
     check(config.env is not None or has_spaces, "environment",
           "set env=, or both observation_space= and action_space=")
     check(bool(config.input_), "input_", "set the path(s) of the data to train on")
-    check(_positive(config.lr), "lr", f"must be a number > 0, got {config.lr!r}")
+    problems += learning_rate_problems(config, ["lr"])
     check(_positive_int(config.train_batch_size_per_learner), "train_batch_size_per_learner",
           f"must be an int >= 1, got {config.train_batch_size_per_learner!r}")
     check(config.grad_clip is None or _positive(config.grad_clip), "grad_clip",
@@ -163,6 +164,13 @@ def _positive_int(value: Any) -> bool:
 
 def _non_negative_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def learning_rate_problems(config: Any, fields: Sequence[str]) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each of ``fields`` that is not a learning rate (a number > 0
+    or a schedule ``[[timestep, lr], ...]``)."""
+    return [(field, problem) for field in fields
+            if (problem := learning_rate_problem(getattr(config, field))) is not None]
 
 
 def number_problems(config: Any, wanted: dict[str, tuple[str, Callable[[float], bool]]]

@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from connectors import NumpyToTensor
 from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
 from offline_rl.errors import ConfigError, ResourceError
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
@@ -40,7 +41,8 @@ class OptimizerSpec:
     gradient clipping (``None``: the config's ``grad_clip``)."""
 
     parameters: list[torch.nn.Parameter]
-    lr: float
+    #: A number, or a schedule ``[[timestep, lr], ...]`` (``offline_rl.core.schedules``).
+    lr: LearningRate
     grad_clip: float | None = None
 
 
@@ -76,7 +78,8 @@ class Learner:
             torch.manual_seed(config.seed)
         self.module = module_spec.build().to(self.device)
         self.optimizer_specs = self.configure_optimizers()
-        self.optimizers = {name: torch.optim.Adam(spec.parameters, lr=spec.lr)
+        self.optimizers = {name: torch.optim.Adam(spec.parameters,
+                                                  lr=learning_rate_at(spec.lr, 0))
                            for name, spec in self.optimizer_specs.items()}
         self._to_tensor = NumpyToTensor(device=self.device)
         #: Optimizer steps taken (a restored algorithm sets its saved count): losses with
@@ -130,6 +133,7 @@ class Learner:
         elif batch is None:
             return None
         reported.update(self._clip_gradients())
+        reported.update(self._schedule_learning_rates())
         for optimizer in self.optimizers.values():
             optimizer.step()
         self.after_gradient_based_update()
@@ -172,6 +176,21 @@ class Learner:
             parameter.grad = flat[offset:offset + grad.numel()].view_as(grad)
             offset += grad.numel()
         return True
+
+    def _schedule_learning_rates(self) -> dict[str, torch.Tensor]:
+        """Sets each scheduled optimizer's learning rate for this step (the timestep is the
+        rows trained on before it, over all learners); returns them as
+        ``<optimizer>_learning_rate``."""
+        timestep = (self.num_updates * self.config.train_batch_size_per_learner
+                    * max(self.config.num_learners, 1))
+        rates = {}
+        for name, spec in self.optimizer_specs.items():
+            if is_schedule(spec.lr):
+                rate = learning_rate_at(spec.lr, timestep)
+                for group in self.optimizers[name].param_groups:
+                    group["lr"] = rate
+                rates[f"{name}_learning_rate"] = torch.tensor(rate, device=self.device)
+        return rates
 
     def _clip_gradients(self) -> dict[str, torch.Tensor]:
         """Clips each optimizer's gradients (``grad_clip_by``); returns their norms before

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from offline_rl.core.schedules import LearningRate
 from offline_rl.models.rl_module_spec import RLModuleSpec
 
 
@@ -28,7 +29,7 @@ class LearnerConfig:
     learner_class: type
     #: The policy module to train.
     module_spec: RLModuleSpec
-    lr: float = 1e-3
+    lr: LearningRate = 1e-3
     grad_clip: float | None = None
     grad_clip_by: str = "global_norm"
     num_learners: int = 0

@@ -61,6 +61,10 @@ class DataConfig:
     prelearner_kwargs: dict[str, Any] = field(default_factory=dict)
     prelearner_module_synch_period: int = 10
     dataset_num_iters_per_learner: int | None = None
+    #: Steps per sampled transition of episode inputs (TD algorithms' ``n_step``), and the
+    #: discount of the rewards summed over them.
+    n_step: int = 1
+    gamma: float = 0.99
     train_batch_size_per_learner: int = 1024
     seed: int | None = None
     #: The learner connector pipeline, built by the algorithm's config for the data's spaces.

@@ -392,12 +392,15 @@ class OfflinePreLearner:
     def _sample_batches(self, count: int) -> list[dict[str, np.ndarray]]:
         if not count:
             return []
-        buffer = self.episode_buffer
+        buffer, n_step, gamma = self.episode_buffer, self.config.n_step, self.config.gamma
         if self._vectorized_sampling:
             transitions = Transitions(buffer.episodes)
-            return [self._connect(columns=transitions.take(buffer.sample_timesteps(
-                self.batch_size))) for _ in range(count)]
-        return [self._connect(buffer.sample(num_items=self.batch_size)) for _ in range(count)]
+            return [self._connect(columns=transitions.take(
+                buffer.sample_timesteps(self.batch_size), n_step, gamma)) for _ in range(count)]
+        # A custom buffer's ``sample`` need not know n_step unless it is used.
+        n_step_kwargs = {"n_step": n_step, "gamma": gamma} if n_step > 1 else {}
+        return [self._connect(buffer.sample(num_items=self.batch_size, **n_step_kwargs))
+                for _ in range(count)]
 
     def _note_episodes(self, open_ids: list[str], ended_ids: list[str]) -> None:
         if (open_ids or ended_ids) and self.ledger is not None:

@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from offline_rl.columns import Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 
 
@@ -107,7 +108,8 @@ class EpisodeReplayBuffer:
         ``batch_length_T``, a slice of up to ``T`` consecutive steps (shorter where the episode or
         the ``num_items`` budget ends). With ``n_step > 1`` each draw is a synthesized transition
         (no lookback) whose next observation is up to ``n_step`` steps later and whose reward is
-        the ``gamma``-discounted sum in between.
+        the ``gamma``-discounted sum in between; the steps it spans are its ``n_step`` extra
+        model output.
         """
         if not sample_episodes:
             raise ValueError("EpisodeReplayBuffer samples episodes; use sample_episodes=True")
@@ -151,10 +153,9 @@ class EpisodeReplayBuffer:
     @staticmethod
     def _n_step_sample(episode: SingleAgentEpisode, t: int, n_step: int, gamma: float,
                        lookback: int) -> SingleAgentEpisode:
-        one_step = episode.slice(slice(t, t + 1), len_lookback_buffer=lookback)
+        if n_step == 1:
+            return episode.slice(slice(t, t + 1), len_lookback_buffer=lookback)
         steps = min(n_step, len(episode) - t)
-        if steps == 1:
-            return one_step
         rewards = episode.get_rewards(slice(t, t + steps))
         reward = float(np.sum(rewards * gamma ** np.arange(steps)))
         reaches_end = t + steps == len(episode)
@@ -168,8 +169,9 @@ class EpisodeReplayBuffer:
             infos=[episode.get_infos(t), episode.get_infos(t + steps)],
             terminated=reaches_end and episode.is_terminated,
             truncated=reaches_end and episode.is_truncated,
-            extra_model_outputs={key: [episode.get_extra_model_outputs(key, t)]
-                                 for key in episode.extra_model_outputs},
+            extra_model_outputs={**{key: [episode.get_extra_model_outputs(key, t)]
+                                    for key in episode.extra_model_outputs},
+                                 Columns.N_STEP: [steps]},
             t_started=episode.t_started + t,
             len_lookback_buffer=0,
         ).to_numpy()

@@ -45,10 +45,28 @@ class Transitions:
             self.columns[key] = np.concatenate(
                 [episode.get_extra_model_outputs(key) for episode in episodes])
         self.columns[Columns.NEXT_OBS] = np.concatenate([obs[1:] for obs in observations])
+        #: One past each step's episode's last step, in flat step numbers.
+        self._episode_ends = np.repeat(np.cumsum(lengths), lengths)
 
-    def take(self, indices: np.ndarray) -> dict[str, np.ndarray]:
-        """The transitions at ``indices`` (flat timestep numbers)."""
-        return {name: values[indices] for name, values in self.columns.items()}
+    def take(self, indices: np.ndarray, n_step: int = 1,
+             gamma: float = 0.99) -> dict[str, np.ndarray]:
+        """The transitions at ``indices`` (flat timestep numbers). With ``n_step > 1``, each
+        spans up to ``n_step`` steps of its episode (``n_step`` column): its reward is the
+        ``gamma``-discounted sum over them, its next observation and done flags those of its
+        last step, as ``EpisodeReplayBuffer.sample(n_step=...)`` builds them."""
+        batch = {name: values[indices] for name, values in self.columns.items()}
+        if n_step == 1:
+            return batch
+        steps = np.minimum(n_step, self._episode_ends[indices] - indices)
+        last = indices + steps - 1
+        rewards = self.columns[Columns.REWARDS]
+        batch[Columns.REWARDS] = sum(
+            np.where(k < steps, gamma ** k * rewards[np.minimum(indices + k, last)], 0.0)
+            for k in range(n_step)).astype(rewards.dtype)
+        for name in (Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS):
+            batch[name] = self.columns[name][last]
+        batch[Columns.N_STEP] = steps
+        return batch
 
     def step_ids(self) -> dict[str, np.ndarray]:
         """Each transition's episode id (``eps_id``) and timestep (``t``)."""

@@ -10,8 +10,9 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
+from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.core.schedules import LearningRate
 
 #: The module continuous CQL trains: a tanh-squashed Gaussian policy plus twin Q-networks.
 SQUASHED_ACTOR_CRITIC_MODULE = (
@@ -19,13 +20,12 @@ SQUASHED_ACTOR_CRITIC_MODULE = (
 
 
 @dataclass
-class CQLLearnerConfig(LearnerConfig):
+class CQLLearnerConfig(TDLearnerConfig):
     """``LearnerConfig`` plus CQL's hyperparameters (see ``CQLConfig.training``)."""
 
-    actor_lr: float = 1e-4
-    critic_lr: float = 3e-4
-    alpha_lr: float = 1e-4
-    gamma: float = 0.99
+    actor_lr: LearningRate = 1e-4
+    critic_lr: LearningRate = 3e-4
+    alpha_lr: LearningRate = 1e-4
     tau: float = 0.005
     initial_alpha: float = 1.0
     target_entropy: float | None = None
@@ -63,8 +63,10 @@ class CQLConfig(AlgorithmConfig):
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
                              "log_std_clip_param": 10.0}
 
-    def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
-                 alpha_lr: float = NotProvided, gamma: float = NotProvided,
+    def training(self, *, actor_lr: LearningRate = NotProvided,
+                 critic_lr: LearningRate = NotProvided,
+                 alpha_lr: LearningRate = NotProvided, gamma: float = NotProvided,
+                 n_step: int = NotProvided,
                  tau: float = NotProvided, initial_alpha: float = NotProvided,
                  target_entropy: float | None = NotProvided, soft_q_backup: bool = NotProvided,
                  min_q_weight: float = NotProvided, num_actions: int = NotProvided,
@@ -73,9 +75,10 @@ class CQLConfig(AlgorithmConfig):
                  **kwargs: Any) -> CQLConfig:
         """``AlgorithmConfig.training``'s settings plus CQL's. SAC's part: the learning rates
         of the policy, the twin Q-networks and the entropy temperature (``lr`` is unused);
-        ``gamma``; the Polyak coefficient ``tau`` of the target Q-networks; the temperature
-        starts at ``initial_alpha`` and is tuned towards ``target_entropy`` (``None``: minus
-        the action dimension); ``soft_q_backup`` subtracts the entropy term in the TD target.
+        ``gamma``; ``n_step`` (> 1: n-step TD targets, for inputs of whole episodes); the
+        Polyak coefficient ``tau`` of the target Q-networks; the temperature starts at
+        ``initial_alpha`` and is tuned towards ``target_entropy`` (``None``: minus the action
+        dimension); ``soft_q_backup`` subtracts the entropy term in the TD target.
         CQL's part: ``min_q_weight`` times ``temperature * logsumexp(Q / temperature)`` over
         ``num_actions`` uniform actions and as many policy actions at ``s`` and ``s'`` (each
         less its log-density), minus ``Q(s, a_data)``; with ``lagrangian`` that weight is
@@ -92,13 +95,12 @@ class CQLConfig(AlgorithmConfig):
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus CQL's ranges."""
-        problems = super().problems() + number_problems(self, {
-            "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
-            "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+        problems = super().problems() + td_problems(self) + number_problems(self, {
+                        "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
             "min_q_weight": (">= 0", lambda value: value >= 0),
             **{field: ("> 0", lambda value: value > 0)
-               for field in ("actor_lr", "critic_lr", "alpha_lr", "initial_alpha",
-                             "temperature")}})
+               for field in ("initial_alpha", "temperature")}})
+        problems += learning_rate_problems(self, ["actor_lr", "critic_lr", "alpha_lr"])
         for field, minimum in (("num_actions", 1), ("bc_iters", 0)):
             value = getattr(self, field)
             if isinstance(value, bool) or not (isinstance(value, int) and value >= minimum):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
+from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
 
@@ -90,10 +91,9 @@ class CQLTorchLearner(Learner):
             next_q = torch.minimum(*module.q_values(next_obs, next_actions[:, 0], target=True))
             if config.soft_q_backup:
                 next_q = next_q - alpha * next_logp[:, 0]
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            td_target = batch[Columns.REWARDS].float() + config.gamma * not_done * next_q
+            target = td_target(batch, next_q, config.gamma)
         q_data = module.q_values(obs, actions)
-        td_loss = sum(torch.nn.functional.mse_loss(q, td_target) for q in q_data)
+        td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_data)
         candidates, candidate_logp = self._candidate_actions(
             policy_actions[:, 1:].detach(), policy_logp[:, 1:].detach(),
             next_actions[:, 1:], next_logp[:, 1:])

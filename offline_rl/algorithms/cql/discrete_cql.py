@@ -11,18 +11,17 @@ import gymnasium as gym
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
 
 #: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
 Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"
 
 
 @dataclass
-class DiscreteCQLLearnerConfig(LearnerConfig):
+class DiscreteCQLLearnerConfig(TDLearnerConfig):
     """``LearnerConfig`` plus discrete CQL's hyperparameters (see
     ``DiscreteCQLConfig.training``)."""
 
-    gamma: float = 0.99
     min_q_weight: float = 1.0
     tau: float = 0.005
 
@@ -52,10 +51,12 @@ class DiscreteCQLConfig(AlgorithmConfig):
         self.train_batch_size_per_learner = 256
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
 
-    def training(self, *, gamma: float = NotProvided, min_q_weight: float = NotProvided,
+    def training(self, *, gamma: float = NotProvided, n_step: int = NotProvided,
+                 min_q_weight: float = NotProvided,
                  tau: float = NotProvided, **kwargs: Any) -> DiscreteCQLConfig:
         """``AlgorithmConfig.training``'s settings (``lr`` trains the Q-network) plus the
-        discount ``gamma``, the weight ``min_q_weight`` of the conservative term
+        discount ``gamma``, ``n_step`` (> 1: n-step TD targets, for inputs of whole
+        episodes), the weight ``min_q_weight`` of the conservative term
         ``logsumexp_a Q(s, a) - Q(s, a_data)``, and the Polyak coefficient ``tau`` of the
         target network."""
         super().training(**kwargs)
@@ -68,9 +69,8 @@ class DiscreteCQLConfig(AlgorithmConfig):
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus discrete CQL's ranges."""
-        return super().problems() + number_problems(self, {
-            "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
-            "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+        return super().problems() + td_problems(self) + number_problems(self, {
+                        "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
             "min_q_weight": (">= 0", lambda value: value >= 0)})
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
+from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import DEFAULT_OPTIMIZER, Learner
 
@@ -40,9 +41,8 @@ class DiscreteCQLTorchLearner(Learner):
             next_obs = batch[Columns.NEXT_OBS]
             next_actions = module.q_values(next_obs).argmax(dim=1, keepdim=True)
             next_q = module.q_values(next_obs, target=True).gather(1, next_actions).squeeze(1)
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            td_target = batch[Columns.REWARDS].float() + config.gamma * not_done * next_q
-        td_loss = torch.nn.functional.mse_loss(q_taken, td_target)
+            target = td_target(batch, next_q, config.gamma)
+        td_loss = torch.nn.functional.mse_loss(q_taken, target)
         cql_loss = conservative_penalty(q_values, q_taken)
         loss = td_loss + config.min_q_weight * cql_loss
         return {DEFAULT_OPTIMIZER: loss}, {"td_loss": td_loss, "cql_loss": cql_loss,

@@ -8,21 +8,21 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
+from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.core.schedules import LearningRate
 
 #: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.
 ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLModule"
 
 
 @dataclass
-class IQLLearnerConfig(LearnerConfig):
+class IQLLearnerConfig(TDLearnerConfig):
     """``LearnerConfig`` plus IQL's hyperparameters (see ``IQLConfig.training``)."""
 
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
-    value_lr: float = 3e-4
-    gamma: float = 0.99
+    actor_lr: LearningRate = 3e-4
+    critic_lr: LearningRate = 3e-4
+    value_lr: LearningRate = 3e-4
     expectile: float = 0.7
     beta: float = 3.0
     max_advantage_weight: float = 100.0
@@ -53,17 +53,20 @@ class IQLConfig(AlgorithmConfig):
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
                              "free_log_std": True}
 
-    def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
-                 value_lr: float = NotProvided, gamma: float = NotProvided,
+    def training(self, *, actor_lr: LearningRate = NotProvided,
+                 critic_lr: LearningRate = NotProvided,
+                 value_lr: LearningRate = NotProvided, gamma: float = NotProvided,
+                 n_step: int = NotProvided,
                  expectile: float = NotProvided, beta: float = NotProvided,
                  max_advantage_weight: float = NotProvided, tau: float = NotProvided,
                  **kwargs: Any) -> IQLConfig:
         """``AlgorithmConfig.training``'s settings plus IQL's: the learning rates of the
         policy, the Q-networks and the V-network (``lr`` is unused); the discount ``gamma``;
-        the ``expectile`` the V-network fits of the target Q-values (0.5: their mean; near 1:
-        their maximum over the logged actions); the inverse temperature ``beta`` of the
-        advantage weights ``exp(beta * (Q - V))``, capped at ``max_advantage_weight``; and the
-        Polyak coefficient ``tau`` of the target Q-networks."""
+        ``n_step`` (> 1: n-step TD targets, for inputs of whole episodes); the ``expectile``
+        the V-network fits of the target Q-values (0.5: their mean; near 1: their maximum
+        over the logged actions); the inverse temperature ``beta`` of the advantage weights
+        ``exp(beta * (Q - V))``, capped at ``max_advantage_weight``; and the Polyak
+        coefficient ``tau`` of the target Q-networks."""
         super().training(**kwargs)
         return self._set(locals())
 
@@ -75,12 +78,11 @@ class IQLConfig(AlgorithmConfig):
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus IQL's ranges."""
         wanted = {"expectile": ("strictly between 0 and 1", lambda value: 0 < value < 1),
-                  "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
-                  "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+                                    "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
                   **{field: ("> 0", lambda value: value > 0)
-                     for field in ("actor_lr", "critic_lr", "value_lr", "beta",
-                                   "max_advantage_weight")}}
-        problems = super().problems() + number_problems(self, wanted)
+                     for field in ("beta", "max_advantage_weight")}}
+        problems = (super().problems() + td_problems(self) + number_problems(self, wanted)
+                    + learning_rate_problems(self, ["actor_lr", "critic_lr", "value_lr"]))
         return problems
 
 

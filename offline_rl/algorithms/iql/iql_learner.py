@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
 
@@ -60,14 +61,12 @@ class IQLTorchLearner(Learner):
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
         with torch.no_grad():
             target_q = torch.minimum(*module.q_values(obs, actions, target=True))
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            td_target = (batch[Columns.REWARDS].float()
-                         + config.gamma * not_done * module.state_value(batch[Columns.NEXT_OBS]))
+            target = td_target(batch, module.state_value(batch[Columns.NEXT_OBS]), config.gamma)
         value = module.state_value(obs)
         value_loss = expectile_loss(target_q - value, config.expectile)
         q_value, q_twin_value = module.q_values(obs, actions)
-        critic_loss = (torch.nn.functional.mse_loss(q_value, td_target)
-                       + torch.nn.functional.mse_loss(q_twin_value, td_target))
+        critic_loss = (torch.nn.functional.mse_loss(q_value, target)
+                       + torch.nn.functional.mse_loss(q_twin_value, target))
         weights = torch.exp(config.beta * (target_q - value.detach())).clamp(
             max=config.max_advantage_weight)
         dist = module.get_train_action_dist_cls().from_logits(

@@ -10,20 +10,20 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
+from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.core.schedules import LearningRate
 
 #: The module TD3+BC trains: the actor-critic module plus a target copy of the policy.
 TD3BC_MODULE = "offline_rl.models.actor_critic_module:TargetPolicyActorCriticTorchRLModule"
 
 
 @dataclass
-class TD3BCLearnerConfig(LearnerConfig):
+class TD3BCLearnerConfig(TDLearnerConfig):
     """``LearnerConfig`` plus TD3+BC's hyperparameters (see ``TD3BCConfig.training``)."""
 
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
-    gamma: float = 0.99
+    actor_lr: LearningRate = 3e-4
+    critic_lr: LearningRate = 3e-4
     alpha: float = 2.5
     policy_noise: float = 0.2
     noise_clip: float = 0.5
@@ -54,13 +54,16 @@ class TD3BCConfig(AlgorithmConfig):
         self.train_batch_size_per_learner = 256
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
 
-    def training(self, *, actor_lr: float = NotProvided, critic_lr: float = NotProvided,
-                 gamma: float = NotProvided, alpha: float = NotProvided,
+    def training(self, *, actor_lr: LearningRate = NotProvided,
+                 critic_lr: LearningRate = NotProvided,
+                 gamma: float = NotProvided, n_step: int = NotProvided,
+                 alpha: float = NotProvided,
                  policy_noise: float = NotProvided, noise_clip: float = NotProvided,
                  policy_delay: int = NotProvided, tau: float = NotProvided,
                  **kwargs: Any) -> TD3BCConfig:
         """``AlgorithmConfig.training``'s settings plus TD3+BC's: the learning rates of the
-        policy and of the twin Q-networks (``lr`` is unused); the discount ``gamma``; ``alpha``,
+        policy and of the twin Q-networks (``lr`` is unused); the discount ``gamma``;
+        ``n_step`` (> 1: n-step TD targets, for inputs of whole episodes); ``alpha``,
         the weight of the Q term against the behavior-cloning term (the Q term is normalized
         by the batch's mean ``|Q|``); target-policy smoothing noise ``policy_noise`` clipped at
         ``noise_clip`` (both as fractions of the action range's half-width); a policy (and
@@ -76,13 +79,13 @@ class TD3BCConfig(AlgorithmConfig):
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus TD3+BC's ranges."""
-        wanted = {"gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
-                  "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+        wanted = {                  "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
                   "policy_noise": (">= 0", lambda value: value >= 0),
                   "noise_clip": (">= 0", lambda value: value >= 0),
                   **{field: ("> 0", lambda value: value > 0)
-                     for field in ("actor_lr", "critic_lr", "alpha")}}
-        problems = super().problems() + number_problems(self, wanted)
+                     for field in ("alpha",)}}
+        problems = (super().problems() + td_problems(self) + number_problems(self, wanted)
+                    + learning_rate_problems(self, ["actor_lr", "critic_lr"]))
         if isinstance(self.policy_delay, bool) or not (isinstance(self.policy_delay, int)
                                                        and self.policy_delay >= 1):
             problems.append(("policy_delay", f"must be an int >= 1, got {self.policy_delay!r}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
 from offline_rl.core.learner_config import LearnerConfig
@@ -68,11 +69,10 @@ class TD3BCTorchLearner(Learner):
                 -config.noise_clip * half_range, config.noise_clip * half_range)
             next_actions = self._clip(module.mean_actions(next_obs, target=True) + noise)
             next_q = torch.minimum(*module.q_values(next_obs, next_actions, target=True))
-            not_done = 1.0 - batch[Columns.TERMINATEDS].float()
-            td_target = batch[Columns.REWARDS].float() + config.gamma * not_done * next_q
+            target = td_target(batch, next_q, config.gamma)
         q_value, q_twin_value = module.q_values(obs, actions)
-        critic_loss = (torch.nn.functional.mse_loss(q_value, td_target)
-                       + torch.nn.functional.mse_loss(q_twin_value, td_target))
+        critic_loss = (torch.nn.functional.mse_loss(q_value, target)
+                       + torch.nn.functional.mse_loss(q_twin_value, target))
         losses = {"critic": critic_loss}
         stats = {"critic_loss": critic_loss, "mean_q": q_value.mean()}
         if self._updates_policy():

@@ -1,0 +1,64 @@
+"""Learning rates that change during training, in RLlib's schedule format.
+
+A learning rate is a number, or a piecewise-linear schedule ``[[timestep, value], ...]`` whose
+timesteps start at 0 and ascend; past the last point it stays at the last value. As in RLlib,
+the timestep counts env steps: here the rows trained on so far, over all learners.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: A learning rate: a number, or ``[[timestep, value], ...]``.
+LearningRate = float | Sequence[Sequence[float]]
+
+
+def is_schedule(value: Any) -> bool:
+    """Whether a learning rate is a schedule (rather than a number)."""
+    return isinstance(value, Sequence) and not isinstance(value, str)
+
+
+def learning_rate_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as a learning rate, or ``None``.
+
+    Example:
+        >>> learning_rate_problem([[0, 1e-3], [10_000, 1e-4]]) is None
+        True
+        >>> learning_rate_problem([[100, 1e-3]])
+        'a schedule must start at timestep 0, got [[100, 0.001]]'
+    """
+    if not is_schedule(value):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if number and value > 0 else f"must be a number > 0, got {value!r}"
+    points = [list(point) if is_schedule(point) else point for point in value]
+    if not points or any(not isinstance(point, list) or len(point) != 2 for point in points):
+        return f"a schedule is a list of [timestep, learning_rate] pairs, got {value!r}"
+    timesteps, rates = zip(*points)
+    if any(isinstance(x, bool) or not isinstance(x, int | float) for x in timesteps + rates):
+        return f"a schedule's timesteps and learning rates are numbers, got {value!r}"
+    if timesteps[0] != 0:
+        return f"a schedule must start at timestep 0, got {points!r}"
+    if any(later <= earlier for earlier, later in itertools.pairwise(timesteps)):
+        return f"a schedule's timesteps must ascend, got {points!r}"
+    if any(rate < 0 for rate in rates) or rates[0] == 0:
+        return f"a schedule's learning rates must be >= 0 and start > 0, got {points!r}"
+    return None
+
+
+def learning_rate_at(value: LearningRate, timestep: int) -> float:
+    """The learning rate at ``timestep`` (linear between a schedule's points).
+
+    Example:
+        >>> learning_rate_at([[0, 1e-3], [1000, 0.0]], 250)
+        0.00075
+        >>> learning_rate_at([[0, 1e-3], [1000, 0.0]], 5000), learning_rate_at(3e-4, 5000)
+        (0.0, 0.0003)
+    """
+    if not is_schedule(value):
+        return float(value)
+    timesteps, rates = zip(*value)
+    return float(np.interp(timestep, timesteps, rates))
