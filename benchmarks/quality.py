@@ -106,8 +106,6 @@ def ours(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int
     if name == "BC":
         config = config.training(lr=1e-3).rl_module(
             model_config={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"})
-    if name == "CQL":  # d3rlpy's CQL tunes its penalty weight (threshold 10) by default
-        config = config.training(lagrangian=True, lagrangian_thresh=10.0)
     wall_started = time.perf_counter()
     with config.build() as algo:
         started = time.perf_counter()
