@@ -10,7 +10,14 @@ import pytest
 import ray
 import torch
 
-from offline_rl import Algorithm, BCConfig, DiscreteCQLConfig, IQLConfig, TD3BCConfig
+from offline_rl import (
+    Algorithm,
+    BCConfig,
+    DiscreteCQLConfig,
+    IQLConfig,
+    MARWILConfig,
+    TD3BCConfig,
+)
 from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
@@ -105,9 +112,15 @@ def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):
         IQLConfig().training(expectile=1.0, tau=0).validate()
 
 
-def test_two_iql_learners_stay_identical_networks_targets_and_optimizers(ray_session,
-                                                                        cartpole_data):
-    config = (IQLConfig().environment("CartPole-v1")
+@pytest.mark.parametrize(("config_class", "networks", "optimizers"), [
+    (IQLConfig, {"qf_target.0.weight", "vf.0.weight", "qf_twin.0.weight"},
+     ["critic", "policy", "value"]),
+    # MARWIL: advantages computed in the PreLearners with the learners' published weights.
+    (MARWILConfig, {"vf.0.weight", "pi.0.weight"}, ["default"]),
+], ids=["IQL", "MARWIL"])
+def test_two_learners_stay_identical_networks_targets_and_optimizers(
+        ray_session, cartpole_data, config_class, networks, optimizers):
+    config = (config_class().environment("CartPole-v1")
               .training(train_batch_size_per_learner=128)
               .learners(num_learners=2, num_cpus_per_learner=0.25)
               .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=5,
@@ -117,10 +130,10 @@ def test_two_iql_learners_stay_identical_networks_targets_and_optimizers(ray_ses
         algo.train()
         states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
     first, second = states
-    assert set(first["module"]) >= {"qf_target.0.weight", "vf.0.weight", "qf_twin.0.weight"}
+    assert set(first["module"]) >= networks
     for name, tensor in first["module"].items():
         assert torch.equal(tensor, second["module"][name]), name
-    assert sorted(first["optimizers"]) == ["critic", "policy", "value"]
+    assert sorted(first["optimizers"]) == optimizers
     for name, optimizer in first["optimizers"].items():
         for key, moments in optimizer["state"].items():
             assert torch.equal(moments["exp_avg"], second["optimizers"][name]["state"][key]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-import ray
 import torch
 
 from connectors import (
@@ -176,22 +175,3 @@ def test_the_column_form_of_the_artificial_timestep_equals_the_episode_form():
     for name, values in expected.items():
         np.testing.assert_array_equal(columns[name], values, err_msg=name)
 
-
-@pytest.mark.timeout(300)
-def test_two_marwil_learners_stay_identical(ray_session, cartpole_data):
-    config = (MARWILConfig().environment("CartPole-v1")
-              .training(train_batch_size_per_learner=128)
-              .learners(num_learners=2, num_cpus_per_learner=0.25)
-              .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=5,
-                            map_batches_kwargs={"num_cpus": 0.5})
-              .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
-    with config.build() as algo:
-        algo.train()
-        states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
-    first, second = states
-    assert "vf.0.weight" in first["module"]
-    for name, tensor in first["module"].items():
-        assert torch.equal(tensor, second["module"][name]), name
-    # As in RLlib, each learner keeps its own moving average of its shard's squared
-    # advantages; the averaged gradients keep the weights identical all the same.
-    assert "moving_avg_sqd_adv_norm" in first and "moving_avg_sqd_adv_norm" in second

@@ -29,16 +29,16 @@ def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: Data
                         spaces: tuple[gym.Space, gym.Space], prelearner_class: type
                         ) -> dict[str, np.ndarray]:
     """One batch of input rows -> one row: the count, mean and sum of squared deviations
-    (``m2``) of the observations the PreLearner makes of them (of every timestep of the
-    episodes decoded from them, with episode formats, rather than of a sample)."""
+    (``m2``) of the observations the PreLearner makes of them (with episode formats, of
+    every timestep of the episodes it admits, rather than of a sample)."""
     prelearner = prelearner_class(config, spaces, **config.prelearner_kwargs)
     if config.reads_episodes:
-        columns = prelearner._connect(prelearner._decode(batch)[0])
+        columns = prelearner._connect(prelearner._admit(*prelearner._decode(batch)))
     else:
         columns = prelearner(batch)
-    obs = np.asarray(columns[Columns.OBS], dtype=np.float64)
-    obs = obs.reshape(len(obs), -1)
-    mean = obs.mean(axis=0) if len(obs) else np.zeros(obs.shape[1])
+    features = int(np.prod(spaces[0].shape))
+    obs = np.asarray(columns.get(Columns.OBS, []), dtype=np.float64).reshape(-1, features)
+    mean = obs.mean(axis=0) if len(obs) else np.zeros(features)
     return {"count": np.array([len(obs)]), "mean": mean[None],
             "m2": ((obs - mean) ** 2).sum(axis=0)[None]}
 
