@@ -1,0 +1,136 @@
+"""Off-policy estimators against values computed by hand and in closed form."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.evaluation.off_policy import (
+    DirectMethod,
+    DoublyRobust,
+    ImportanceSampling,
+    WeightedImportanceSampling,
+)
+from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.torch_rl_module import DefaultTorchRLModule
+
+#: The target policy of the two-state tests: ``TARGET[s][a]`` = pi(a | s).
+TARGET = np.array([[0.2, 0.8], [0.6, 0.4]])
+S0, S1 = [1.0, 0.0], [0.0, 1.0]
+
+
+def tabular_policy(probabilities: np.ndarray) -> DefaultTorchRLModule:
+    """A linear module over one-hot states whose action probabilities are ``probabilities``."""
+    states, actions = probabilities.shape
+    module = DefaultTorchRLModule(gym.spaces.Box(0, 1, (states,), np.float32),
+                                  gym.spaces.Discrete(actions),
+                                  DefaultModelConfig(fcnet_hiddens=[]))
+    with torch.no_grad():
+        module.pi[0].weight.copy_(torch.as_tensor(np.log(probabilities).T))
+        module.pi[0].bias.zero_()
+    return module
+
+
+def two_episodes() -> dict[str, list]:
+    """A: (s0, a=1, r=1), (s1, a=0, r=2), terminated; B: (s0, a=0, r=0), terminated; both
+    logged by a uniform policy."""
+    return {"eps_id": ["A", "A", "B"], "t": [0, 1, 0], "obs": [S0, S1, S0],
+            "actions": [1, 0, 0], "rewards": [1.0, 2.0, 0.0], "new_obs": [S1, S0, S1],
+            "terminateds": [False, True, True], "action_logp": [np.log(0.5)] * 3}
+
+
+def test_importance_sampling_and_its_weighted_form_match_hand_computed_values():
+    # Ratios: A 0.8/0.5 = 1.6 then 0.6/0.5 = 1.2 (cumulative 1.92); B 0.2/0.5 = 0.4.
+    # IS: A = 1.6 * 1 + 0.9 * 1.92 * 2 = 5.056, B = 0; returns A = 1 + 0.9 * 2 = 2.8, B = 0.
+    estimate = ImportanceSampling(tabular_policy(TARGET), gamma=0.9).estimate(two_episodes())
+    assert estimate == pytest.approx({"v_behavior": 1.4, "v_behavior_std": 1.4,
+                                      "v_target": 2.528, "v_target_std": 2.528,
+                                      "v_gain": 2.528 / 1.4, "v_delta": 1.128})
+    # WIS: mean cumulative ratio at t=0 (1.6 + 0.4) / 2 = 1.0, at t=1 1.92 (only A reaches it):
+    # A = 1.6 / 1.0 * 1 + 0.9 * 1.92 / 1.92 * 2 = 3.4, B = 0.
+    weighted = WeightedImportanceSampling(tabular_policy(TARGET), gamma=0.9)
+    assert weighted.estimate(two_episodes())["v_target"] == pytest.approx(1.7)
+
+
+def test_episodes_and_their_steps_give_the_same_estimate():
+    episode = SingleAgentEpisode(observations=[S0, S1, S0], actions=[1, 0], rewards=[1.0, 2.0],
+                                 terminated=True, len_lookback_buffer=0,
+                                 extra_model_outputs={"action_prob": [0.5, 0.5]})
+    steps = {name: values[:2] for name, values in two_episodes().items()}
+    estimator = ImportanceSampling(tabular_policy(TARGET), gamma=0.9)
+    assert estimator.estimate([episode]) == pytest.approx(estimator.estimate(steps))
+
+
+def test_data_without_behaviour_probabilities_says_how_to_record_them():
+    steps = two_episodes()
+    del steps["action_logp"]
+    with pytest.raises(DataFormatError, match=r"the logged steps has neither 'action_logp' "
+                                              r"nor 'action_prob'.*record the data with"):
+        ImportanceSampling(tabular_policy(TARGET)).estimate(steps)
+    steps["action_prob"] = [0.5, 0.0, 0.5]
+    with pytest.raises(DataFormatError, match=r"episode 'A': step 1 has behaviour probability "
+                                              r"0.0"):
+        ImportanceSampling(tabular_policy(TARGET)).estimate(steps)
+
+
+def chain_episodes(count: int, seed: int) -> dict[str, np.ndarray]:
+    """s0 -(a)-> s1 -(a)-> end, rewards r0 = [0, 1] and r1 = [2, 0], uniform behaviour."""
+    rng = np.random.default_rng(seed)
+    first, second = rng.integers(2, size=count), rng.integers(2, size=count)
+    return {"eps_id": np.repeat(np.arange(count), 2), "t": np.tile([0, 1], count),
+            "obs": np.tile([S0, S1], (count, 1)),
+            "actions": np.stack([first, second], 1).reshape(-1),
+            "rewards": np.stack([first * 1.0, (second == 0) * 2.0], 1).reshape(-1),
+            "new_obs": np.tile([S1, S0], (count, 1)),
+            "terminateds": np.tile([False, True], count),
+            "action_prob": np.full(2 * count, 0.5)}
+
+
+def test_direct_method_and_doubly_robust_find_the_closed_form_value_of_a_chain():
+    # V(s1) = 0.6 * 2 + 0.4 * 0 = 1.2; V(s0) = 0.2 * 0 + 0.8 * 1 + 0.9 * V(s1) = 1.88.
+    data = chain_episodes(200, seed=0)
+    config = {"n_iters": 200, "fcnet_hiddens": [16], "lr": 1e-2, "polyak_coef": 0.5}
+    for estimator_class in (DirectMethod, DoublyRobust):
+        estimator = estimator_class(tabular_policy(TARGET), gamma=0.9, q_model_config=config)
+        assert estimator.train(data)["fqe_loss"] < 1e-3
+        estimate = estimator.estimate(data)
+        assert estimate["v_target"] == pytest.approx(1.88, abs=0.02), estimator_class
+        assert estimate["v_behavior"] == pytest.approx(np.mean(
+            data["rewards"][0::2] + 0.9 * data["rewards"][1::2]))
+    # With an exact model every doubly robust episode value is V(s0): no variance left.
+    assert estimate["v_target_std"] < 0.05
+
+
+def test_on_bandit_data_the_q_model_is_a_reward_model():
+    rng = np.random.default_rng(1)
+    contexts, actions = rng.integers(2, size=400), rng.integers(2, size=400)
+    rewards = np.array([[0.0, 1.0], [3.0, 0.0]])[contexts, actions]
+    obs = np.eye(2)[contexts]
+    bandit = {"eps_id": np.arange(400), "obs": obs, "actions": actions, "rewards": rewards,
+              "new_obs": obs, "terminateds": np.ones(400, bool),
+              "action_prob": np.full(400, 0.5)}
+    estimator = DirectMethod(tabular_policy(TARGET), q_model_config={
+        "n_iters": 100, "fcnet_hiddens": [16], "lr": 1e-2})
+    estimator.train(bandit)
+    q = estimator.model.q_values(np.eye(2)[[0, 0, 1, 1]], np.array([0, 1, 0, 1]))
+    np.testing.assert_allclose(q, [0.0, 1.0, 3.0, 0.0], atol=0.02)
+    # pi(1|s0) * 1 + pi(0|s1) * 3, averaged over the logged contexts.
+    truth = np.mean(np.where(contexts == 0, 0.8 * 1.0, 0.6 * 3.0))
+    assert estimator.estimate(bandit)["v_target"] == pytest.approx(truth, abs=0.02)
+
+
+def test_settings_the_estimators_cannot_use_are_refused():
+    pendulum_like = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (3,), np.float32),
+                                         gym.spaces.Box(-2, 2, (1,), np.float32),
+                                         DefaultModelConfig(fcnet_hiddens=[8]))
+    with pytest.raises(ConfigError, match=r"epsilon_greedy=0.1 needs Discrete actions"):
+        ImportanceSampling(pendulum_like, epsilon_greedy=0.1)
+    with pytest.raises(ConfigError, match=r"q_model_config has unknown keys \['hidden'\]; "
+                                          r"known: \['fcnet_hiddens'"):
+        DoublyRobust(pendulum_like, q_model_config={"hidden": [8]})
+    with pytest.raises(ConfigError, match=r"call estimator.train\(data\) before"):
+        DirectMethod(tabular_policy(TARGET)).estimate(two_episodes())
