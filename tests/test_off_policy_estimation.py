@@ -50,10 +50,11 @@ def test_importance_sampling_and_its_weighted_form_match_hand_computed_values():
     assert estimate == pytest.approx({"v_behavior": 1.4, "v_behavior_std": 1.4,
                                       "v_target": 2.528, "v_target_std": 2.528,
                                       "v_gain": 2.528 / 1.4, "v_delta": 1.128})
-    # WIS: mean cumulative ratio at t=0 (1.6 + 0.4) / 2 = 1.0, at t=1 1.92 (only A reaches it):
-    # A = 1.6 / 1.0 * 1 + 0.9 * 1.92 / 1.92 * 2 = 3.4, B = 0.
+    # WIS: mean cumulative ratio at t=0 (1.6 + 0.4) / 2 = 1.0, at t=1 (1.92 + 0.4) / 2 = 1.16
+    # (B, ended, keeps its weight): A = 1.6 / 1.0 * 1 + 0.9 * 1.92 / 1.16 * 2, B = 0.
     weighted = WeightedImportanceSampling(tabular_policy(TARGET), gamma=0.9)
-    assert weighted.estimate(two_episodes())["v_target"] == pytest.approx(1.7)
+    assert weighted.estimate(two_episodes())["v_target"] == pytest.approx(
+        (1.6 + 0.9 * 1.92 / 1.16 * 2) / 2)
 
 
 def test_episodes_and_their_steps_give_the_same_estimate():
@@ -134,3 +135,60 @@ def test_settings_the_estimators_cannot_use_are_refused():
         DoublyRobust(pendulum_like, q_model_config={"hidden": [8]})
     with pytest.raises(ConfigError, match=r"call estimator.train\(data\) before"):
         DirectMethod(tabular_policy(TARGET)).estimate(two_episodes())
+
+
+#: CartPole policies of the accuracy test: P(push right) = sigmoid(beta * obs @ CARTPOLE_W).
+CARTPOLE_W = np.array([0.0, 0.3, 1.0, 0.5])
+
+
+def cartpole_runs(beta: float, episodes: int, seed: int, gamma: float, max_steps: int = 500
+                  ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Discounted returns of ``episodes`` CartPole episodes of the sigmoid policy ``beta``, and
+    their steps with the policy's ``action_logp``."""
+    env, rng = gym.make("CartPole-v1"), np.random.default_rng(seed)
+    returns, steps = [], []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed * episodes + episode)
+        discounted, done, t = 0.0, False, 0
+        while not done and t < max_steps:
+            right = 1 / (1 + np.exp(-beta * obs @ CARTPOLE_W))
+            action = int(rng.random() < right)
+            next_obs, reward, terminated, truncated, _ = env.step(action)
+            steps.append((episode, t, obs, action, reward, next_obs, terminated,
+                          np.log(right if action else 1 - right)))
+            discounted += gamma ** t * reward
+            obs, done, t = next_obs, terminated or truncated, t + 1
+        returns.append(discounted)
+    env.close()
+    names = ["eps_id", "t", "obs", "actions", "rewards", "new_obs", "terminateds",
+             "action_logp"]
+    return np.array(returns), {name: np.array(column)
+                               for name, column in zip(names, zip(*steps), strict=True)}
+
+
+def sigmoid_policy(beta: float) -> DefaultTorchRLModule:
+    """``cartpole_runs``' policy ``beta`` as a linear module."""
+    module = DefaultTorchRLModule(gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2),
+                                  DefaultModelConfig(fcnet_hiddens=[]))
+    with torch.no_grad():
+        module.pi[0].weight.copy_(torch.as_tensor(np.stack([np.zeros(4), beta * CARTPOLE_W])))
+        module.pi[0].bias.zero_()
+    return module
+
+
+def test_doubly_robust_and_weighted_importance_sampling_come_within_10_percent_on_cartpole():
+    gamma = 0.95
+    _, logged = cartpole_runs(beta=1.0, episodes=200, seed=1, gamma=gamma)
+    # The truth: Monte-Carlo returns of the target policy (gamma ** 200 < 1e-4 of a step).
+    truth = cartpole_runs(beta=3.0, episodes=500, seed=2, gamma=gamma, max_steps=200)[0].mean()
+    target = sigmoid_policy(3.0)
+    errors = {}
+    for estimator in (ImportanceSampling(target, gamma=gamma),
+                      WeightedImportanceSampling(target, gamma=gamma),
+                      DirectMethod(target, gamma=gamma), DoublyRobust(target, gamma=gamma)):
+        estimator.train(logged)
+        estimate = estimator.estimate(logged)
+        errors[type(estimator).__name__] = abs(estimate["v_target"] - truth) / truth
+    # The logging policy is worth over 15 % less: the estimators must see the difference.
+    assert abs(estimate["v_behavior"] - truth) / truth > 0.15, (estimate, truth)
+    assert errors["DoublyRobust"] < 0.1 and errors["WeightedImportanceSampling"] < 0.1, errors

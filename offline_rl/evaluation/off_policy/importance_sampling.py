@@ -44,8 +44,9 @@ class ImportanceSampling(OffPolicyEstimator):
 
 class WeightedImportanceSampling(OffPolicyEstimator):
     """Per-decision weighted importance sampling: as ``ImportanceSampling``, but each ``p_t``
-    is divided by the mean ``p_t`` of the episodes that reach step ``t``. Biased (consistent),
-    with far less variance.
+    is divided by the mean ``p_t`` of all episodes, an episode that ended before ``t`` keeping
+    its last weight (it stays in its terminal state, where every policy has ratio 1). Biased
+    (consistent), with far less variance.
 
     Example:
         >>> import gymnasium as gym
@@ -66,11 +67,8 @@ class WeightedImportanceSampling(OffPolicyEstimator):
         """Discounted returns, and their returns under per-step normalized weights."""
         weights = [np.cumprod(ratios) for ratios in self.importance_ratios(episodes)]
         horizon = max(len(episode) for episode in episodes)
-        totals, counts = np.zeros(horizon), np.zeros(horizon)
-        for episode_weights in weights:
-            totals[:len(episode_weights)] += episode_weights
-            counts[:len(episode_weights)] += 1
-        mean_weights = np.maximum(totals / counts, 1e-300)
+        mean_weights = np.mean([np.pad(episode_weights, (0, horizon - len(episode_weights)),
+                                       mode="edge") for episode_weights in weights], axis=0)
         behaviour, target = [], []
         for episode, episode_weights in zip(episodes, weights, strict=True):
             discounts = self.gamma ** np.arange(len(episode))
