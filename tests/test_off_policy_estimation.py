@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import torch
 
+from offline_rl import AlgorithmConfig, BCConfig
+from offline_rl.algorithms.off_policy_evaluation import estimator_class
+from offline_rl.datasets import make_dataset
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.evaluation.off_policy import (
+    ESTIMATE_KEYS,
     DirectMethod,
     DoublyRobust,
     ImportanceSampling,
@@ -95,11 +100,11 @@ def test_direct_method_and_doubly_robust_find_the_closed_form_value_of_a_chain()
     # V(s1) = 0.6 * 2 + 0.4 * 0 = 1.2; V(s0) = 0.2 * 0 + 0.8 * 1 + 0.9 * V(s1) = 1.88.
     data = chain_episodes(200, seed=0)
     config = {"n_iters": 200, "fcnet_hiddens": [16], "lr": 1e-2, "polyak_coef": 0.5}
-    for estimator_class in (DirectMethod, DoublyRobust):
-        estimator = estimator_class(tabular_policy(TARGET), gamma=0.9, q_model_config=config)
+    for kind in (DirectMethod, DoublyRobust):
+        estimator = kind(tabular_policy(TARGET), gamma=0.9, q_model_config=config)
         assert estimator.train(data)["fqe_loss"] < 1e-3
         estimate = estimator.estimate(data)
-        assert estimate["v_target"] == pytest.approx(1.88, abs=0.02), estimator_class
+        assert estimate["v_target"] == pytest.approx(1.88, abs=0.02), kind
         assert estimate["v_behavior"] == pytest.approx(np.mean(
             data["rewards"][0::2] + 0.9 * data["rewards"][1::2]))
     # With an exact model every doubly robust episode value is V(s0): no variance left.
@@ -192,3 +197,74 @@ def test_doubly_robust_and_weighted_importance_sampling_come_within_10_percent_o
     # The logging policy is worth over 15 % less: the estimators must see the difference.
     assert abs(estimate["v_behavior"] - truth) / truth > 0.15, (estimate, truth)
     assert errors["DoublyRobust"] < 0.1 and errors["WeightedImportanceSampling"] < 0.1, errors
+
+
+CARTPOLE_SPACES = {"observation_space": gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
+                   "action_space": gym.spaces.Discrete(2)}
+METHODS = {"is": {"type": ImportanceSampling},
+           "wis": {"type": "WeightedImportanceSampling", "gamma": 0.95},
+           "dr": {"type": DoublyRobust, "q_model_config": {"n_iters": 2}}}
+
+
+def held_out_config(train_data, held_out: dict) -> BCConfig:
+    """BC without an env, estimating on ``held_out`` (``evaluation_config``) every iteration."""
+    return (BCConfig().environment(**CARTPOLE_SPACES)
+            .offline_data(input_=str(train_data), dataset_num_iters_per_learner=2)
+            .evaluation(evaluation_interval=1, off_policy_estimation_methods=METHODS,
+                        evaluation_config=held_out).debugging(seed=0))
+
+
+@pytest.mark.timeout(300)
+def test_a_config_estimates_on_held_out_tabular_or_episode_data_without_an_env(
+        ray_session, tmp_path, cartpole_data):
+    for name, write_episodes in (("rows", False), ("episodes", True)):
+        make_dataset("CartPole-v1", tmp_path / name, tier="medium", episodes=12, seed=7,
+                     write_episodes=write_episodes, progress=False)
+    steps = pq.read_table(next((tmp_path / "rows").rglob("*.parquet"))).to_pandas()
+    returns = [(0.99 ** episode["t"] * episode["rewards"]).sum()
+               for _, episode in steps.groupby("eps_id")]
+    with held_out_config(cartpole_data, {"input_": str(tmp_path / "rows")}).build() as algo:
+        untrained = algo.evaluate()["off_policy_estimation"]
+        trained = algo.train()["evaluation"]["off_policy_estimation"]
+    assert sorted(trained) == ["dr", "is", "wis"]
+    assert set(ESTIMATE_KEYS) <= set(trained["dr"]) and trained["dr"]["fqe_loss"] >= 0
+    assert trained["is"]["v_behavior"] == pytest.approx(np.mean(returns))
+    assert trained["is"]["v_target"] != untrained["is"]["v_target"]  # the current module
+    episodes_config = held_out_config(cartpole_data, {"input_": str(tmp_path / "episodes"),
+                                                      "input_read_episodes": True})
+    with episodes_config.build() as algo:
+        from_episodes = algo.evaluate()["off_policy_estimation"]
+    for name, estimate in untrained.items():
+        assert from_episodes[name] == pytest.approx(estimate), name
+
+
+@pytest.mark.timeout(300)
+def test_held_out_data_without_probabilities_fails_the_build_naming_it(ray_session, tmp_path,
+                                                                       cartpole_data):
+    make_dataset("CartPole-v1", tmp_path / "logged", tier="medium", episodes=3, seed=7,
+                 progress=False)
+    (tmp_path / "bare").mkdir()
+    for file in (tmp_path / "logged").rglob("*.parquet"):
+        pq.write_table(pq.read_table(file).drop_columns(["action_logp"]),
+                       tmp_path / "bare" / file.name)
+    bare = str(tmp_path / "bare")
+    with pytest.raises(DataFormatError, match=rf"evaluation_config input_ '{bare}': the logged "
+                                              r"steps has neither 'action_logp' nor "
+                                              r"'action_prob'"):
+        held_out_config(cartpole_data, {"input_": bare}).build()
+
+
+def test_estimation_settings_are_checked_and_survive_yaml(tmp_path, cartpole_data):
+    config = held_out_config(cartpole_data, {})
+    with pytest.raises(ConfigError, match=r"evaluation_config: off_policy_estimation_methods "
+                                          r"estimate on held-out data: set evaluation_config="):
+        config.validate()
+    with pytest.raises(ConfigError, match=r"unknown offline_data setting\(s\) \['inputs'\]"):
+        config.evaluation(evaluation_config={"inputs": "x"}).validate()
+    with pytest.raises(ConfigError, match=r"type 'Magic' is no estimator; use one of "
+                                          r"\['DirectMethod'"):
+        estimator_class("m", "Magic")
+    config.evaluation(evaluation_config={"input_": "held-out"}).to_yaml(tmp_path / "c.yaml")
+    methods = AlgorithmConfig.from_yaml(tmp_path / "c.yaml").off_policy_estimation_methods
+    assert {name: estimator_class(name, spec["type"]) for name, spec in methods.items()} == {
+        "is": ImportanceSampling, "wis": WeightedImportanceSampling, "dr": DoublyRobust}

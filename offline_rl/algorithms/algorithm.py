@@ -16,6 +16,7 @@ import numpy as np
 import ray
 
 from offline_rl.algorithms import checkpoint
+from offline_rl.algorithms.off_policy_evaluation import OFF_POLICY_ESTIMATION, OffPolicyEvaluation
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
@@ -103,6 +104,7 @@ class Algorithm:
         self._started_ray = False
         self.evaluator = None
         self.evaluation_runners: EvaluationRunners | None = None
+        self.off_policy_evaluation: OffPolicyEvaluation | None = None
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
         self.learner_group: LearnerGroup | None = None
@@ -138,6 +140,8 @@ class Algorithm:
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if self.config.output and self.evaluator is not None:
             check_env_runners_fit(self.recording_config())
+        if self.config.off_policy_estimation_methods:
+            self.off_policy_evaluation = OffPolicyEvaluation(self.config, spaces)
         spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
         runners = self.config.evaluation_num_env_runners
@@ -237,8 +241,7 @@ class Algorithm:
             "time_total_s": self._train_time_s,
         }
         if evaluate_now:
-            result[EVALUATION_RESULTS] = (self._finish_evaluation(*pending) if parallel
-                                          else self.evaluate())
+            result[EVALUATION_RESULTS] = self._evaluation(pending)
         return result
 
     @surface_errors
@@ -246,12 +249,23 @@ class Algorithm:
         """Runs ``evaluation_duration`` greedy episodes in the env (across the
         ``evaluation_num_env_runners`` actors, when set). With ``offline_data(output=...)``
         the episodes are instead played by env runner actors (``evaluation_num_env_runners``,
-        else ``num_env_runners``), sampling the policy, and recorded to ``output``."""
-        if self.evaluator is None:
-            raise ConfigError("evaluate() needs an env: set config.environment(env=...)")
-        if self.config.output:
-            return self._record()
-        return self._finish_evaluation(*self._start_evaluation())
+        else ``num_env_runners``), sampling the policy, and recorded to ``output``. With
+        ``off_policy_estimation_methods``, ``["off_policy_estimation"]`` holds their estimates
+        on the held-out data."""
+        return self._evaluation(None)
+
+    def _evaluation(self, pending: tuple[float, Any] | None) -> dict[str, Any]:
+        if self.evaluator is None and self.off_policy_evaluation is None:
+            raise ConfigError("evaluate() needs an env (config.environment(env=...)) or "
+                              "off_policy_estimation_methods with held-out data")
+        result: dict[str, Any] = {}
+        if self.evaluator is not None and self.config.output:
+            result = self._record()
+        elif self.evaluator is not None:
+            result = self._finish_evaluation(*(pending or self._start_evaluation()))
+        if self.off_policy_evaluation is not None:
+            result[OFF_POLICY_ESTIMATION] = self.off_policy_evaluation.estimate(self.module)
+        return result
 
     def _start_evaluation(self) -> tuple[float, Any]:
         if self.evaluation_runners is None:

@@ -145,6 +145,8 @@ class AlgorithmConfig:
         self.evaluation_duration_unit = "episodes"
         self.evaluation_num_env_runners = 0
         self.evaluation_parallel_to_training = False
+        self.off_policy_estimation_methods: dict[str, dict[str, Any]] = {}
+        self.evaluation_config: dict[str, Any] = {}
         # checkpointing
         self.checkpoint_frequency = 0
         self.keep_checkpoints_num: int | None = None
@@ -255,13 +257,25 @@ class AlgorithmConfig:
                    evaluation_duration: int = NotProvided,
                    evaluation_duration_unit: str = NotProvided,
                    evaluation_num_env_runners: int = NotProvided,
-                   evaluation_parallel_to_training: bool = NotProvided) -> AlgorithmConfig:
+                   evaluation_parallel_to_training: bool = NotProvided,
+                   off_policy_estimation_methods: dict[str, dict[str, Any]] = NotProvided,
+                   evaluation_config: dict[str, Any] = NotProvided) -> AlgorithmConfig:
         """Run the greedy policy in the env for ``evaluation_duration`` episodes every
         ``evaluation_interval`` training iterations (``None``: only on ``evaluate()``).
         ``evaluation_num_env_runners``: Ray actors that share the episodes (0: this process
         plays them; each actor takes ``num_cpus_per_env_runner`` CPUs); with
         ``evaluation_parallel_to_training`` they play while the iteration trains, with the
-        weights from before it, as RLlib's do."""
+        weights from before it, as RLlib's do.
+
+        Without an env (or beside it), ``off_policy_estimation_methods`` estimate the
+        policy's value from held-out logged data: ``{name: {"type": estimator, **its
+        arguments}}`` with ``type`` one of ``ImportanceSampling``,
+        ``WeightedImportanceSampling``, ``DirectMethod``, ``DoublyRobust`` (a class, its name,
+        or a ``"package.module:Name"`` subclass of ``OffPolicyEstimator``) and arguments such
+        as ``gamma`` (default: the algorithm's ``gamma``, else 0.99), ``epsilon_greedy`` and
+        ``q_model_config``. ``evaluation_config`` holds ``offline_data`` settings for that
+        data, ``input_`` at least; it is read through Ray Data at ``build()``, and each
+        evaluation reports ``result["evaluation"]["off_policy_estimation"][name]``."""
         return self._set(locals())
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,

@@ -117,8 +117,11 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           f"must be an int >= 1, got {config.evaluation_duration!r}")
     check(config.evaluation_duration_unit == "episodes", "evaluation_duration_unit",
           f"must be 'episodes', got {config.evaluation_duration_unit!r}")
-    check(config.evaluation_interval is None or config.env is not None, "evaluation_interval",
-          "evaluation needs an env: set config.environment(env=...)")
+    check(config.evaluation_interval is None or config.env is not None
+          or bool(config.off_policy_estimation_methods), "evaluation_interval",
+          "evaluation needs an env (config.environment(env=...)) or "
+          "off_policy_estimation_methods with held-out data")
+    problems.extend(off_policy_estimation_problems(config))
     check(_non_negative_int(config.evaluation_num_env_runners), "evaluation_num_env_runners",
           f"must be an int >= 0, got {config.evaluation_num_env_runners!r}")
     check(not config.evaluation_parallel_to_training or (
@@ -134,6 +137,28 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
     except (TypeError, ConfigError) as error:
         problems.append(("model_config", str(error)))
     return problems
+
+
+def off_policy_estimation_problems(config: Any) -> list[tuple[str, str]]:
+    """The shape of ``off_policy_estimation_methods`` and ``evaluation_config`` (the
+    estimator classes and their arguments are checked when the algorithm is built)."""
+    methods, overrides = config.off_policy_estimation_methods, config.evaluation_config
+    if not isinstance(overrides, dict):
+        return [("evaluation_config", f"must be a dict of offline_data settings, got "
+                                      f"{overrides!r}")]
+    valid = config.section_fields("offline_data")
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        return [("evaluation_config", f"unknown offline_data setting(s) {unknown}; valid: "
+                                      f"{valid}")]
+    if not isinstance(methods, dict) or not all(
+            isinstance(spec, dict) and "type" in spec for spec in methods.values()):
+        return [("off_policy_estimation_methods", "must map names to dicts with a 'type' "
+                 f"(an estimator) and its arguments, got {methods!r}")]
+    if methods and not overrides.get("input_"):
+        return [("evaluation_config", "off_policy_estimation_methods estimate on held-out "
+                 "data: set evaluation_config={'input_': path of data not trained on}")]
+    return []
 
 
 def checkpointing_problems(checkpoint_frequency: Any,

@@ -18,7 +18,7 @@ from offline_rl.evaluation.off_policy.target_policy import TargetPolicy
 ESTIMATE_KEYS = ("v_behavior", "v_behavior_std", "v_target", "v_target_std", "v_gain",
                  "v_delta")
 
-LoggedData = Sequence[SingleAgentEpisode] | Mapping[str, Any]
+LoggedData = Sequence[SingleAgentEpisode | LoggedEpisode] | Mapping[str, Any]
 
 
 class OffPolicyEstimator(ABC):

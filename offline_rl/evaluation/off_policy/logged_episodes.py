@@ -42,9 +42,10 @@ class LoggedEpisode:
         return float(np.sum(self.rewards * gamma ** np.arange(len(self))))
 
 
-def logged_episodes(data: Sequence[SingleAgentEpisode] | Mapping[str, Any]
+def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | Mapping[str, Any]
                     ) -> list[LoggedEpisode]:
-    """``data`` as ``LoggedEpisode``s: a sequence of ``SingleAgentEpisode`` (with
+    """``data`` as ``LoggedEpisode``s (which pass as they are): a sequence of
+    ``SingleAgentEpisode`` (with
     ``action_logp`` or ``action_prob`` among their extra model outputs), or columns of steps
     (``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``, ``eps_id`` and
     ``action_logp`` or ``action_prob``; steps of one episode in order of ``t`` when given).
@@ -60,7 +61,8 @@ def logged_episodes(data: Sequence[SingleAgentEpisode] | Mapping[str, Any]
     """
     if isinstance(data, Mapping):
         return _episodes_of_steps(data)
-    return [_episode_of(episode, i) for i, episode in enumerate(data)]
+    return [episode if isinstance(episode, LoggedEpisode) else _episode_of(episode, i)
+            for i, episode in enumerate(data)]
 
 
 def _behaviour_prob(values: Mapping[str, Any], where: str) -> np.ndarray:
@@ -101,8 +103,9 @@ def _episodes_of_steps(columns: Mapping[str, Any]) -> list[LoggedEpisode]:
     arrays = {name: np.asarray(columns[name])[order] for name in required[1:]}
     behaviour_prob, eps_ids = behaviour_prob[order], eps_ids[order]
     starts = np.flatnonzero(np.r_[True, eps_ids[1:] != eps_ids[:-1]])
-    bounds = list(zip(starts, [*starts[1:], len(eps_ids)], strict=True))
-    bounds.sort(key=lambda bound: first_seen[eps_ids[bound[0]].item()])
+    ids = eps_ids.tolist()
+    bounds = sorted(zip(starts, [*starts[1:], len(ids)], strict=True),
+                    key=lambda bound: first_seen[ids[bound[0]]])
     return [_checked(LoggedEpisode(
         obs=arrays[Columns.OBS][start:end].astype(np.float64),
         actions=arrays[Columns.ACTIONS][start:end],
@@ -110,7 +113,7 @@ def _episodes_of_steps(columns: Mapping[str, Any]) -> list[LoggedEpisode]:
         next_obs=arrays[Columns.NEXT_OBS][start:end].astype(np.float64),
         behaviour_prob=behaviour_prob[start:end],
         terminated=bool(arrays[Columns.TERMINATEDS][end - 1])),
-        f"episode {eps_ids[start].item()!r}") for start, end in bounds]
+        f"episode {ids[start]!r}") for start, end in bounds]
 
 
 def _checked(episode: LoggedEpisode, where: str) -> LoggedEpisode:
