@@ -21,6 +21,7 @@ Train reinforcement-learning policies from logged experience (Parquet, read with
   offline-rl datasets make CartPole-v1 expert --out data/cartpole-expert  # record a dataset
   offline-rl train configs/bc_cartpole.yaml --stop-return 450       # train BC on it
   offline-rl evaluate runs/<run>/checkpoint --episodes 20            # play the trained policy
+  offline-rl evaluate runs/<run>/checkpoint --ope data/held-out      # or estimate it, no env
 
 Set RAY_ADDRESS to train on an existing Ray cluster; otherwise a local Ray instance is started.
 """
@@ -90,12 +91,20 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser(
         "evaluate", parents=[common],
-        help="play a checkpoint's policy in its env",
+        help="play a checkpoint's policy in its env, or estimate its value from logged data",
         description="Run a trained policy greedily in the env it was trained for and print the "
-                    "episode returns (no Ray needed).")
+                    "episode returns (no Ray needed); or, with --ope DATA, estimate its "
+                    "discounted return from episodes another policy logged (with action_logp "
+                    "or action_prob), with no env at all: the config's "
+                    "off_policy_estimation_methods, or importance sampling, weighted importance "
+                    "sampling, the direct method and doubly robust.",
+        epilog="example: offline-rl evaluate runs/bc/checkpoint --ope data/held-out")
     evaluate.add_argument("checkpoint", type=Path, help="checkpoint folder written by train")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes to play")
     evaluate.add_argument("--seed", type=int, default=1000, help="seed of the first episode")
+    evaluate.add_argument("--ope", metavar="DATA", default=None,
+                          help="logged data to estimate on instead of playing (read as the "
+                               "config's offline_data reads its input)")
     evaluate.set_defaults(command=_evaluate)
 
     datasets = commands.add_parser("datasets", help="reference datasets from scripted experts")
@@ -274,9 +283,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from offline_rl.evaluation.env_evaluation import EnvEvaluator
 
     config = read_config(args.checkpoint)
-    if config.env is None:
-        raise SystemExit(f"{args.checkpoint} was trained without an env: nothing to play in")
     module = load_module(args.checkpoint)
+    if args.ope is not None:
+        return _estimate_off_policy(config, module, args.ope)
+    if config.env is None:
+        raise SystemExit(f"{args.checkpoint} was trained without an env: nothing to play in; "
+                         "estimate its value from logged data with --ope DATA")
     evaluator = EnvEvaluator(config.env, config.env_config, num_envs=min(args.episodes, 8),
                              seed=args.seed)
     result = evaluator.evaluate(module.compute_actions, args.episodes)
@@ -285,6 +297,30 @@ def _evaluate(args: argparse.Namespace) -> int:
           f"(min {result['episode_return_min']:.1f}, max {result['episode_return_max']:.1f}) "
           f"over {result['num_episodes']} episodes")
     print(json.dumps(result))
+    return 0
+
+
+def _estimate_off_policy(config: Any, module: Any, data: str) -> int:
+    import ray
+
+    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.algorithms.off_policy_evaluation import ESTIMATORS, OffPolicyEvaluation
+
+    methods = config.off_policy_estimation_methods or {
+        name: {"type": name} for name in ESTIMATORS}
+    config.evaluation(off_policy_estimation_methods=methods, evaluation_config={"input_": data})
+    started = start_ray()
+    try:
+        spaces = (config.observation_space, config.action_space)
+        estimates = OffPolicyEvaluation(config, spaces).estimate(module)
+    finally:
+        if started:
+            ray.shutdown()
+    for name, estimate in estimates.items():
+        print(f"{name}: v_target {estimate['v_target']:.2f} (std {estimate['v_target_std']:.2f}"
+              f" over episodes), logged v_behavior {estimate['v_behavior']:.2f}, "
+              f"v_delta {estimate['v_delta']:+.2f}")
+    print(json.dumps(estimates))
     return 0
 
 

@@ -117,6 +117,12 @@ def test_cli_records_trains_and_evaluates(tmp_path):
     evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
+    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(data))
+    assert estimated.returncode == 0, estimated.stderr
+    estimates = json.loads(estimated.stdout.splitlines()[-1])
+    assert sorted(estimates) == ["DirectMethod", "DoublyRobust", "ImportanceSampling",
+                                 "WeightedImportanceSampling"]
+    assert "ImportanceSampling: v_target" in estimated.stdout
 
 
 @pytest.mark.timeout(240)
