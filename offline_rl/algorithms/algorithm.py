@@ -16,6 +16,7 @@ import numpy as np
 import ray
 
 from offline_rl.algorithms import checkpoint
+from offline_rl.algorithms.held_out_losses import OFFLINE_EVAL_RESULTS, HeldOutLosses
 from offline_rl.algorithms.off_policy_evaluation import OFF_POLICY_ESTIMATION, OffPolicyEvaluation
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.data_ledger import DROP_REASONS
@@ -105,6 +106,7 @@ class Algorithm:
         self.evaluator = None
         self.evaluation_runners: EvaluationRunners | None = None
         self.off_policy_evaluation: OffPolicyEvaluation | None = None
+        self.held_out_losses: HeldOutLosses | None = None
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
         self.learner_group: LearnerGroup | None = None
@@ -140,8 +142,11 @@ class Algorithm:
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if self.config.output and self.evaluator is not None:
             check_env_runners_fit(self.recording_config())
+        # Held-out data is read before the learners' stream takes the CPUs.
         if self.config.off_policy_estimation_methods:
             self.off_policy_evaluation = OffPolicyEvaluation(self.config, spaces)
+        if self.config.offline_eval_input_:
+            self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
         spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
         runners = self.config.evaluation_num_env_runners
@@ -242,7 +247,20 @@ class Algorithm:
         }
         if evaluate_now:
             result[EVALUATION_RESULTS] = self._evaluation(pending)
+        offline_interval = self.config.offline_evaluation_interval
+        if offline_interval and self.iteration % offline_interval == 0:
+            result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
+                self.evaluate_offline())
         return result
+
+    @surface_errors
+    def evaluate_offline(self) -> dict[str, Any]:
+        """The learner's loss metrics on ``offline_eval_input_`` (no step is taken):
+        ``{"default_policy": {...}, "num_env_steps": rows}``."""
+        if self.held_out_losses is None:
+            raise ConfigError("evaluate_offline() needs held-out data: set "
+                              "config.evaluation(offline_eval_input_=path)")
+        return self.held_out_losses.evaluate(self.learner_group)
 
     @surface_errors
     def evaluate(self) -> dict[str, Any]:

@@ -147,6 +147,8 @@ class AlgorithmConfig:
         self.evaluation_parallel_to_training = False
         self.off_policy_estimation_methods: dict[str, dict[str, Any]] = {}
         self.evaluation_config: dict[str, Any] = {}
+        self.offline_evaluation_interval: int | None = None
+        self.offline_eval_input_: str | list[str] | None = None
         # checkpointing
         self.checkpoint_frequency = 0
         self.keep_checkpoints_num: int | None = None
@@ -259,7 +261,10 @@ class AlgorithmConfig:
                    evaluation_num_env_runners: int = NotProvided,
                    evaluation_parallel_to_training: bool = NotProvided,
                    off_policy_estimation_methods: dict[str, dict[str, Any]] = NotProvided,
-                   evaluation_config: dict[str, Any] = NotProvided) -> AlgorithmConfig:
+                   evaluation_config: dict[str, Any] = NotProvided,
+                   offline_evaluation_interval: int | None = NotProvided,
+                   offline_eval_input_: str | list[str] | None = NotProvided
+                   ) -> AlgorithmConfig:
         """Run the greedy policy in the env for ``evaluation_duration`` episodes every
         ``evaluation_interval`` training iterations (``None``: only on ``evaluate()``).
         ``evaluation_num_env_runners``: Ray actors that share the episodes (0: this process
@@ -275,7 +280,13 @@ class AlgorithmConfig:
         as ``gamma`` (default: the algorithm's ``gamma``, else 0.99), ``epsilon_greedy`` and
         ``q_model_config``. ``evaluation_config`` holds ``offline_data`` settings for that
         data, ``input_`` at least; it is read through Ray Data at ``build()``, and each
-        evaluation reports ``result["evaluation"]["off_policy_estimation"][name]``."""
+        evaluation reports ``result["evaluation"]["off_policy_estimation"][name]``.
+
+        ``offline_evaluation_interval``: every so many iterations, report the learner's loss
+        terms on ``offline_eval_input_`` (data it does not train on, read as ``input_`` is) in
+        ``result["evaluation"]["offline_eval_runner_results"]["default_policy"]``; a gap
+        growing between them and the training losses is over-fitting. ``evaluate_offline()``
+        reports them on demand."""
         return self._set(locals())
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,

@@ -122,6 +122,12 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           "evaluation needs an env (config.environment(env=...)) or "
           "off_policy_estimation_methods with held-out data")
     problems.extend(off_policy_estimation_problems(config))
+    check(config.offline_evaluation_interval is None
+          or _positive_int(config.offline_evaluation_interval), "offline_evaluation_interval",
+          f"must be None or an int >= 1, got {config.offline_evaluation_interval!r}")
+    check(config.offline_evaluation_interval is None or bool(config.offline_eval_input_),
+          "offline_eval_input_", "offline_evaluation_interval reports losses on held-out data: "
+          "set offline_eval_input_ to the path(s) of data not trained on")
     check(_non_negative_int(config.evaluation_num_env_runners), "evaluation_num_env_runners",
           f"must be an int >= 0, got {config.evaluation_num_env_runners!r}")
     check(not config.evaluation_parallel_to_training or (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 import torch.distributed as dist
 
 from connectors import NumpyToTensor
+from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
 from offline_rl.errors import ConfigError, ResourceError
@@ -121,9 +123,7 @@ class Learner:
             optimizer.zero_grad(set_to_none=True)
         reported: dict[str, torch.Tensor] = {}
         if batch is not None:
-            tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
-            fwd_out = self.module.forward_train(tensors)
-            losses, stats = self.compute_losses(batch=tensors, fwd_out=fwd_out)
+            losses, stats = self._losses(batch)
             self._backward(losses)
             reported = {"total_loss": torch.stack(list(losses.values())).sum().detach(),
                         **{k: v.detach() for k, v in stats.items()}}
@@ -145,6 +145,31 @@ class Learner:
         metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
         metrics["learner_update_timer"] = time.perf_counter() - started
         return metrics
+
+    def _losses(self, batch: dict[str, np.ndarray]
+                ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
+        return self.compute_losses(batch=tensors, fwd_out=self.module.forward_train(tensors))
+
+    def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
+        """What ``update`` reports of its losses (``total_loss`` and the loss's stats), on
+        ``batches`` without a step, averaged weighted by their rows; the learner is left as it
+        was (losses that update running statistics, such as MARWIL's, are undone)."""
+        saved = copy.deepcopy(self.get_state())
+        totals: dict[str, float] = {}
+        rows = 0
+        try:
+            with torch.no_grad():
+                for batch in batches:
+                    losses, stats = self._losses(batch)
+                    count = len(batch[Columns.ACTIONS])
+                    for key, value in {"total_loss": torch.stack(list(losses.values())).sum(),
+                                       **stats}.items():
+                        totals[key] = totals.get(key, 0.0) + float(value) * count
+                    rows += count
+        finally:
+            self.set_state(saved)
+        return {key: total / max(rows, 1) for key, total in totals.items()}
 
     def _backward(self, losses: dict[str, torch.Tensor]) -> None:
         """Sets each optimizer's parameters' gradients to those of its own loss (an optimizer

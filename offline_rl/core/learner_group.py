@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import ray
 import torch
 from ray.util.placement_group import placement_group, remove_placement_group
@@ -141,6 +142,13 @@ class LearnerGroup:
         self.num_steps += results[0]["num_optimizer_steps"]
         self._publish_weights()
         return results
+
+    def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
+        """Learner 0's loss metrics on ``batches`` (all learners hold the same weights),
+        without a step."""
+        if self._local is not None:
+            return self._local.loss_metrics(batches)
+        return self._wait([self._actors[0].loss_metrics.remote(batches)])[0]
 
     def _call_all(self, method: str, *args: Any) -> list[Any]:
         return self._wait([getattr(actor, method).remote(*args) for actor in self._actors])

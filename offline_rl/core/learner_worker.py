@@ -137,6 +137,10 @@ class LearnerWorker:
             dist.broadcast(tensor, src=0)
 
     # ---------------------------------------------------------------------------- state
+    def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
+        """The learner's loss metrics on ``batches``, without a step."""
+        return self.learner.loss_metrics(batches)
+
     def get_weights(self) -> dict[str, np.ndarray]:
         """The module's weights as CPU numpy arrays."""
         return numpy_state(self.learner.module)

@@ -1,5 +1,5 @@
-"""A whole (held-out) dataset brought into this process through Ray Data, as off-policy
-estimation reads it: episodes, or the steps of tabular rows."""
+"""A whole (held-out) dataset brought into this process through Ray Data: its blocks, and
+those as off-policy estimation reads them (episodes, or the steps of tabular rows)."""
 
 from __future__ import annotations
 
@@ -23,16 +23,24 @@ STEP_FIELDS = (Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.
 PROBABILITY_COLUMNS = (Columns.ACTION_LOGP, Columns.ACTION_PROB)
 
 
+def read_tables(config: DataConfig) -> list[pa.Table]:
+    """Every row of ``config``'s input, read with ``config``'s read method, as Arrow tables (one
+    per block); ``DataFormatError`` when there are none."""
+    tables = [table for table in read_input(config).iter_batches(batch_format="pyarrow",
+                                                                  batch_size=None)
+              if table.num_rows]
+    if not tables:
+        raise DataFormatError("no rows to evaluate on")
+    return tables
+
+
 def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
                      ) -> list[SingleAgentEpisode] | dict[str, np.ndarray]:
     """Every row of ``config``'s input, read with ``config``'s read method: the episodes the
     PreLearner decodes from episode or SampleBatch inputs (checked and deduplicated as for
     training), or, from tabular rows, the step columns named by their fields (the legacy
     ``dones`` read as ``terminateds``)."""
-    tables = [table for table in read_input(config).iter_batches(batch_format="pyarrow",
-                                                                  batch_size=None)]
-    if not tables or not sum(table.num_rows for table in tables):
-        raise DataFormatError("no rows to estimate on")
+    tables = read_tables(config)
     if config.reads_episodes:
         prelearner = (config.prelearner_class or OfflinePreLearner)(
             config, spaces, **config.prelearner_kwargs)
