@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from offline_rl import AlgorithmConfig, BCConfig
+from offline_rl.algorithms.checkpoint import CONFIG_FILE, _write_config, read_config
 from offline_rl.algorithms.off_policy_evaluation import estimator_class
 from offline_rl.datasets import make_dataset
 from offline_rl.episodes.episode import SingleAgentEpisode
@@ -268,3 +269,19 @@ def test_estimation_settings_are_checked_and_survive_yaml(tmp_path, cartpole_dat
     methods = AlgorithmConfig.from_yaml(tmp_path / "c.yaml").off_policy_estimation_methods
     assert {name: estimator_class(name, spec["type"]) for name, spec in methods.items()} == {
         "is": ImportanceSampling, "wis": WeightedImportanceSampling, "dr": DoublyRobust}
+
+
+def test_held_out_data_credentials_stay_out_of_checkpoints(tmp_path, cartpole_data):
+    config = held_out_config(cartpole_data, {
+        "input_": "s3://bucket/held-out", "input_filesystem": "s3",
+        "input_filesystem_kwargs": {"secret_key": "S3CRET", "endpoint_override": "http://x"}})
+    _write_config(config, tmp_path / CONFIG_FILE)
+    saved = (tmp_path / CONFIG_FILE).read_text()
+    assert "S3CRET" not in saved
+    assert saved.startswith("# Credentials are never saved: evaluation_config"
+                            "['input_filesystem_kwargs']['secret_key']")
+    with pytest.warns(UserWarning, match=r"holds no evaluation_config\['input_filesystem_kwargs'"
+                                         r"\] \['secret_key'\]"):
+        restored = read_config(tmp_path)
+    assert restored.evaluation_config["input_filesystem_kwargs"] == {
+        "endpoint_override": "http://x"}

@@ -2,19 +2,21 @@
 
 Checkpoints are written to a temporary folder and renamed into place, so a crash mid-write never
 leaves a half-written checkpoint under the final name. Loading reads tensors and plain data only.
-Credentials in ``input_filesystem_kwargs``/``output_filesystem_kwargs`` (options named like a
-key, secret, token, password or credential) are never written: ``config.yaml`` says which were
-left out, and a restored config takes them from the environment (``AWS_ACCESS_KEY_ID``, ...)
-unless the config is passed again.
+Credentials in ``input_filesystem_kwargs``/``output_filesystem_kwargs`` (also those of
+``evaluation_config``; options named like a key, secret, token, password or credential) are
+never written: ``config.yaml`` says which were left out, and a restored config takes them from
+the environment (``AWS_ACCESS_KEY_ID``, ...) unless the config is passed again.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +67,12 @@ def _write_config(config: AlgorithmConfig, file: Path) -> None:
     """``config`` as YAML, credentials left out (and listed in a comment at the top)."""
     config = config.copy()
     left_out = []
-    for field in FILESYSTEM_OPTIONS:
-        options = dict(getattr(config, field))
+    for field, options, replace in _filesystem_options(config):
         for name in options:
             if CREDENTIAL_OPTION.search(name):
                 options[name] = NOT_SAVED
                 left_out.append(f"{field}[{name!r}]")
-        setattr(config, field, options)
+        replace(options)
     config.to_yaml(file)
     if left_out:
         file.write_text(f"# Credentials are never saved: {', '.join(left_out)}. On restore they "
@@ -79,15 +80,26 @@ def _write_config(config: AlgorithmConfig, file: Path) -> None:
                         + file.read_text())
 
 
+def _filesystem_options(config: AlgorithmConfig
+                        ) -> list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], None]]]:
+    """Each dict of filesystem options in ``config`` (the ``offline_data`` fields, and those
+    ``evaluation_config`` overrides): its name, a copy, and how to put a new one in place."""
+    found = [(field, dict(getattr(config, field)), functools.partial(setattr, config, field))
+             for field in FILESYSTEM_OPTIONS]
+    overrides = config.evaluation_config
+    found += [(f"evaluation_config[{field!r}]", dict(overrides[field]),
+               functools.partial(overrides.__setitem__, field))
+              for field in FILESYSTEM_OPTIONS if isinstance(overrides.get(field), dict)]
+    return found
+
+
 def _without_credentials(config: AlgorithmConfig, path: str | Path) -> AlgorithmConfig:
     """Drops the options ``_write_config`` left out, so the filesystem looks for credentials
     in the environment, and says so."""
-    for field in FILESYSTEM_OPTIONS:
-        options = getattr(config, field)
+    for field, options, replace in _filesystem_options(config):
         left_out = [name for name, value in options.items() if value == NOT_SAVED]
         if left_out:
-            setattr(config, field, {name: value for name, value in options.items()
-                                    if name not in left_out})
+            replace({name: value for name, value in options.items() if name not in left_out})
             warnings.warn(f"checkpoint {path} holds no {field} {left_out} (credentials are never "
                           "saved): the filesystem takes them from the environment (e.g. "
                           "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); to give them, pass the "
