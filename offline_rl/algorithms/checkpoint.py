@@ -143,12 +143,12 @@ def learner_state_file(path: str | Path) -> Path:
 
 def load_module(path: str | Path) -> Any:
     """The trained policy module of a checkpoint, on CPU, without starting Ray."""
-    import torch
+    from offline_rl.core.state_file import load_state_file
 
     config = read_config(path)
     spec = config.get_rl_module_spec(config.observation_space, config.action_space)
     module = spec.build()
-    state = torch.load(learner_state_file(path), map_location="cpu", weights_only=True)
+    state = load_state_file(learner_state_file(path))
     module.load_state_dict(state["module"])
     return module.eval()
 

@@ -62,7 +62,12 @@ def config_from_dict(values: dict[str, Any], default_class: type) -> Any:
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """A YAML config file's contents (a mapping of sections)."""
-    values = yaml.safe_load(Path(path).read_text())
+    try:
+        values = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is no plain YAML config ({str(error).splitlines()[0]}); "
+                          "config files hold mappings, lists, strings and numbers only (tags "
+                          "that build Python objects are refused)") from None
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected a mapping of config sections, got "
                           f"{type(values).__name__}")

@@ -16,6 +16,7 @@ from connectors import NumpyToTensor
 from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
+from offline_rl.core.state_file import load_state_file
 from offline_rl.errors import ConfigError, ResourceError
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
@@ -269,4 +270,4 @@ class Learner:
 
     def load_state(self, path: str | Path) -> None:
         """Reads a state written by ``save_state`` (tensors only: nothing in it is executed)."""
-        self.set_state(torch.load(path, map_location=self.device, weights_only=True))
+        self.set_state(load_state_file(path, self.device))

@@ -13,6 +13,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
+from offline_rl.core.state_file import load_state_file
 from offline_rl.data.actors import kill_actors
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
@@ -220,7 +221,7 @@ class LearnerGroup:
         """Loads a state written by ``save_state`` into every learner (tensors only): module
         weights and optimizer state, or the weights only; ``num_steps`` sets the step count
         (``None`` keeps it)."""
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_state_file(path)
         if module_only:
             state = {"module": state["module"]}
         if num_steps is not None:
