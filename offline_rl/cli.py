@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -22,6 +21,7 @@ Train reinforcement-learning policies from logged experience (Parquet, read with
   offline-rl train configs/bc_cartpole.yaml --stop-return 450       # train BC on it
   offline-rl evaluate runs/<run>/checkpoint --episodes 20            # play the trained policy
   offline-rl evaluate runs/<run>/checkpoint --ope data/held-out      # or estimate it, no env
+  offline-rl plot runs/<run>                                         # draw its learning curves
 
 Set RAY_ADDRESS to train on an existing Ray cluster; otherwise a local Ray instance is started.
 """
@@ -165,6 +165,18 @@ def _parser() -> argparse.ArgumentParser:
                          help="gymnasium env whose Box action space actions are counted "
                               "against (actions_out_of_bounds; episodes carry their own)")
     inspect.set_defaults(command=_inspect)
+
+    plot = commands.add_parser(
+        "plot", parents=[common],
+        help="draw a training run's learning curves (PNG)",
+        description="Draw the learning curves of a folder offline-rl train wrote (its "
+                    "result.json): loss terms (held-out ones dashed), evaluation return, "
+                    "off-policy estimates with error bars, and env steps trained per second.",
+        epilog="example: offline-rl plot runs/bc  (writes runs/bc/learning_curves.png)")
+    plot.add_argument("run_dir", type=Path, help="folder written by offline-rl train")
+    plot.add_argument("--out", type=Path, default=None, metavar="FILE.png",
+                      help="where to write the PNG (default: RUN_DIR/learning_curves.png)")
+    plot.set_defaults(command=_plot)
     return parser
 
 
@@ -174,6 +186,7 @@ def _train(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
+    from offline_rl.monitoring import ResultLog
 
     config = AlgorithmConfig.from_yaml(args.config)
     if args.checkpoint_frequency is not None:
@@ -193,7 +206,7 @@ def _train(args: argparse.Namespace) -> int:
         start_ray(verbose=True)
     algo = config.build()
     reached = None
-    with algo, _ResultWriter(output) as writer, tqdm(total=args.max_iterations, unit="iter",
+    with algo, ResultLog(output) as writer, tqdm(total=args.max_iterations, unit="iter",
                                                      desc=f"training {config.algo_name}") as bar:
         last_return = float("nan")
         recent = deque(maxlen=THROUGHPUT_WINDOW)
@@ -236,46 +249,6 @@ def _throughput(recent: deque[tuple[float, int]]) -> float:
         return 0.0
     steps = sum(count for _, count in list(recent)[1:])
     return steps / (recent[-1][0] - recent[0][0])
-
-
-class _ResultWriter:
-    """Appends each result to result.json (JSON lines) and progress.csv (flat columns)."""
-
-    def __init__(self, output: Path):
-        self._json = (output / "result.json").open("w")
-        self._csv_file = (output / "progress.csv").open("w", newline="")
-        self._csv: csv.DictWriter | None = None
-
-    def write(self, result: dict[str, Any]) -> None:
-        self._json.write(json.dumps(result) + "\n")
-        row = _flatten(result)
-        if self._csv is None:
-            evaluation = {f"evaluation/env_runners/{key}": None for key in (
-                "num_episodes", "num_env_steps", "episode_return_mean", "episode_return_std",
-                "episode_return_min", "episode_return_max", "episode_len_mean")}
-            fields = list(dict.fromkeys([*row, *evaluation, "evaluation/evaluation_time_s"]))
-            self._csv = csv.DictWriter(self._csv_file, fieldnames=fields, extrasaction="ignore")
-            self._csv.writeheader()
-        self._csv.writerow(row)
-
-    def __enter__(self) -> _ResultWriter:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self._json.close()
-        self._csv_file.close()
-
-
-def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            value = dict(enumerate(value))  # per-learner figures: one column each
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -376,6 +349,13 @@ def _inspect(args: argparse.Namespace) -> int:
     if args.plot is not None:
         plot_returns(report["returns"], str(args.plot), title=args.path)
     print(json.dumps({key: value for key, value in report.items() if key != "returns"}))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from offline_rl.monitoring import plot_learning_curves
+
+    print(plot_learning_curves(args.run_dir, args.out))
     return 0
 
 

@@ -1,0 +1,56 @@
+"""A run's result files and learning curves, from a real training run: result.json,
+progress.csv, TensorBoard events read back, and a PNG with every panel drawn."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from offline_rl.cli import main
+from offline_rl.datasets import make_dataset
+from offline_rl.monitoring import ResultLog
+
+
+@pytest.mark.timeout(300)
+def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc_config,
+                                                                  tmp_path, capsys):
+    make_dataset("CartPole-v1", tmp_path / "held-out", tier="medium", episodes=4, seed=3,
+                 progress=False)
+    config = bc_config.evaluation(
+        evaluation_interval=2, evaluation_duration=2, offline_evaluation_interval=1,
+        offline_eval_input_=str(tmp_path / "held-out"),
+        off_policy_estimation_methods={"wis": {"type": "WeightedImportanceSampling"}},
+        evaluation_config={"input_": str(tmp_path / "held-out")})
+    run = tmp_path / "run"
+    with config.build() as algo, ResultLog(run) as log:
+        results = [algo.train() for _ in range(4)]
+        for result in results:
+            log.write(result)
+    assert [json.loads(line)["training_iteration"]
+            for line in (run / "result.json").read_text().splitlines()] == [1, 2, 3, 4]
+    with (run / "progress.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    # The first evaluation (iteration 2) added its columns; iteration 1 left them blank.
+    estimate = "evaluation/off_policy_estimation/wis/v_target"
+    assert rows[0][estimate] == "" and float(rows[1][estimate]) == pytest.approx(
+        results[1]["evaluation"]["off_policy_estimation"]["wis"]["v_target"])
+    events = EventAccumulator(str(run))
+    events.Reload()
+    losses = events.Scalars("learners/default_policy/total_loss")
+    assert [event.step for event in losses] == [1, 2, 3, 4]
+    assert [event.value for event in losses] == pytest.approx(
+        [result["learners"]["default_policy"]["total_loss"] for result in results], rel=1e-6)
+    assert "evaluation/offline_eval_runner_results/default_policy/total_loss" in events.Tags()[
+        "scalars"]
+
+    assert main(["plot", str(run)]) == 0
+    image = imread(capsys.readouterr().out.strip())
+    assert image.shape == (750, 1100, 4)
+    drawn = (image[..., :3] < 0.9).any(axis=-1)  # anything but white
+    assert drawn.mean() > 0.05
+    assert len(np.unique(image[..., :3].reshape(-1, 3), axis=0)) > 100  # lines, not just text
