@@ -22,6 +22,7 @@ $(DEMO_DATA)/dataset.json: $(VENV)/.installed
 demo: $(DEMO_DATA)/dataset.json
 	$(BIN)/offline-rl train configs/bc_cartpole.yaml --stop-return 495 --max-iterations 2000 --output-dir $(DEMO_RUN)
 	$(BIN)/offline-rl evaluate $(DEMO_RUN)/checkpoint --episodes 20
+	$(BIN)/offline-rl plot $(DEMO_RUN)
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

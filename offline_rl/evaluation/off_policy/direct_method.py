@@ -56,22 +56,7 @@ class DoublyRobust(DirectMethod):
     """The direct method corrected along each episode, backwards:
     ``v_t = V(s_t) + rho_t * (r_t + gamma * v_{t+1} - Q(s_t, a_t))`` with ``rho_t`` the step's
     importance ratio, from ``v_T = 0`` after a terminal step (``V(s_T)`` after a truncated
-    one). Unbiased when either the model or the behaviour probabilities are right.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from offline_rl.models.model_config import DefaultModelConfig
-        >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule
-        >>> module = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2),
-        ...                               DefaultModelConfig(fcnet_hiddens=[]))
-        >>> bandit = {"eps_id": [0, 1], "obs": [[0.0], [0.0]], "actions": [0, 1],
-        ...           "rewards": [2.0, 2.0], "new_obs": [[0.0], [0.0]],
-        ...           "terminateds": [True, True], "action_prob": [0.5, 0.5]}
-        >>> estimator = DoublyRobust(module, q_model_config={"n_iters": 1})
-        >>> _ = estimator.train(bandit)
-        >>> round(estimator.estimate(bandit)["v_target"], 4)  # corrections cancel the model's error
-        2.0
-    """
+    one). Unbiased when either the model or the behaviour probabilities are right."""
 
     def episode_values(self, episodes: list[LoggedEpisode]
                        ) -> tuple[list[float], list[float]]:

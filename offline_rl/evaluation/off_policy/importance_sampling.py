@@ -46,21 +46,7 @@ class WeightedImportanceSampling(OffPolicyEstimator):
     """Per-decision weighted importance sampling: as ``ImportanceSampling``, but each ``p_t``
     is divided by the mean ``p_t`` of all episodes, an episode that ended before ``t`` keeping
     its last weight (it stays in its terminal state, where every policy has ratio 1). Biased
-    (consistent), with far less variance.
-
-    Example:
-        >>> import gymnasium as gym
-        >>> from offline_rl.models.model_config import DefaultModelConfig
-        >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule
-        >>> module = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2),
-        ...                               DefaultModelConfig(fcnet_hiddens=[]))
-        >>> steps = {"eps_id": [0, 1], "obs": [[0.0], [1.0]], "actions": [0, 1],
-        ...          "rewards": [1.0, 3.0], "new_obs": [[0.0], [0.0]],
-        ...          "terminateds": [True, True], "action_prob": [0.5, 0.5]}
-        >>> estimate = WeightedImportanceSampling(module).estimate(steps)
-        >>> 1.0 <= estimate["v_target"] <= 3.0
-        True
-    """
+    (consistent), with far less variance."""
 
     def episode_values(self, episodes: list[LoggedEpisode]
                        ) -> tuple[list[float], list[float]]:
