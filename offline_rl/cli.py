@@ -87,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
                        help="keep only the newest M of those periodic checkpoints, deleting an "
                             "older one once a newer one is completely written (default: the "
                             "config's checkpointing.keep_checkpoints_num; unset: keep all)")
+    train.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                       help="continue the run in RUN_DIR from its newest checkpoint (weights, "
+                            "optimizer state, counters) up to --max-iterations in all, "
+                            "appending to its result files and curves; results written after "
+                            "that checkpoint are replaced. The data stream restarts at an epoch "
+                            "start")
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(
@@ -183,9 +189,9 @@ def _parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.algorithms.algorithm import Algorithm, start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-    from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
+    from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints, newest_checkpoint
     from offline_rl.monitoring import ResultLog
 
     config = AlgorithmConfig.from_yaml(args.config)
@@ -197,20 +203,23 @@ def _train(args: argparse.Namespace) -> int:
         raise SystemExit("--stop-return needs evaluation: set evaluation.evaluation_interval in "
                          f"{args.config}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    output = args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    resumed_from = newest_checkpoint(args.resume) if args.resume else None
     checkpoints = PeriodicCheckpoints(output, frequency=config.checkpoint_frequency,
                                       keep=config.keep_checkpoints_num)
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.verbose:  # otherwise build() starts Ray, quietly, once it has checked the data
         start_ray(verbose=True)
-    algo = config.build()
+    algo = (Algorithm.from_checkpoint(resumed_from, config) if resumed_from
+            else config.build())
     reached = None
-    with algo, ResultLog(output) as writer, tqdm(total=args.max_iterations, unit="iter",
-                                                     desc=f"training {config.algo_name}") as bar:
+    with (algo, ResultLog(output, resume_after=algo.iteration if resumed_from else None)
+          as writer, tqdm(total=args.max_iterations, initial=algo.iteration, unit="iter",
+                          desc=f"training {config.algo_name}") as bar):
         last_return = float("nan")
         recent = deque(maxlen=THROUGHPUT_WINDOW)
-        for _ in range(args.max_iterations):
+        for _ in range(args.max_iterations - algo.iteration):
             result = algo.train()
             writer.write(result)
             checkpoints.after_iteration(algo, result["training_iteration"])
@@ -228,9 +237,8 @@ def _train(args: argparse.Namespace) -> int:
                 break
         checkpoint = algo.save_to_path(output / "checkpoint")
     summary = {
-        "iterations": result["training_iteration"],
-        "env_steps_trained":
-            result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"],
+        "iterations": algo.iteration,
+        "env_steps_trained": algo.num_env_steps_trained_lifetime,
         "evaluation_return_mean": last_return,
         "seconds": round(time.perf_counter() - started, 2),
         "checkpoint": checkpoint,

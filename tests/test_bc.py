@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -136,13 +137,22 @@ def test_cli_train_keeps_the_newest_periodic_checkpoint_to_resume_from(ray_sessi
     assert main(["train", str(config_file), "--max-iterations", "5", "--checkpoint-frequency",
                  "2", "--keep-checkpoints", "1", "--output-dir", str(run)]) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
-    assert sorted(path.name for path in run.iterdir()) == [
+    assert sorted(path.name for path in run.iterdir()
+                  if not path.name.startswith("events.out.tfevents")) == [
         "checkpoint", "checkpoint_000004", "progress.csv", "result.json"]
     assert summary["checkpoints"] == [str(run / "checkpoint_000004")]
     assert read_algorithm_state(summary["checkpoint"])["training_iteration"] == 5
     with Algorithm.from_checkpoint(run / "checkpoint_000004") as resumed:
         assert resumed.iteration == 4
         assert resumed.train()["training_iteration"] == 5
+    # A run killed after iteration 5, before its final checkpoint, resumes from iteration 4:
+    # its 5th result is replaced, and the files go on to the 7th.
+    shutil.rmtree(run / "checkpoint")
+    assert main(["train", str(config_file), "--resume", str(run), "--max-iterations", "7"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["iterations"] == 7
+    lines = (run / "result.json").read_text().splitlines()
+    assert [json.loads(line)["training_iteration"] for line in lines] == [1, 2, 3, 4, 5, 6, 7]
+    assert len((run / "progress.csv").read_text().splitlines()) == 1 + 7
 
 
 class FolderPerSave:

@@ -6,8 +6,9 @@ import shutil
 from pathlib import Path
 from typing import Protocol
 
+from offline_rl.algorithms.checkpoint import ALGORITHM_STATE_FILE, read_algorithm_state
 from offline_rl.algorithms.config_checks import checkpointing_problems
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, DataNotFoundError
 
 #: A periodic checkpoint's folder name, ``checkpoint_`` and the iteration (the final one is
 #: plain ``checkpoint``).
@@ -68,3 +69,15 @@ class PeriodicCheckpoints:
             # One already deleted by hand is no reason to stop training.
             shutil.rmtree(self._kept.pop(0), ignore_errors=True)
         return path
+
+
+def newest_checkpoint(run_dir: str | Path) -> Path:
+    """The checkpoint of ``run_dir`` (the final ``checkpoint`` or a ``checkpoint_<iteration>``)
+    saved at the latest training iteration; ``DataNotFoundError`` when it holds none."""
+    found = [(read_algorithm_state(folder)["training_iteration"], folder)
+             for folder in Path(run_dir).glob("checkpoint*")
+             if (folder / ALGORITHM_STATE_FILE).is_file()]
+    if not found:
+        raise DataNotFoundError(f"{run_dir} holds no checkpoint to resume from; train with "
+                                "--checkpoint-frequency K so that a stopped run keeps one")
+    return max(found)[1]

@@ -49,7 +49,9 @@ class ResultLog:
     """Appends ``train()`` results to the files of ``run_dir``; ``progress.csv`` gains a
     column when a result brings a new figure (the first evaluation's, say), the rows before
     it left blank there. TensorBoard gets every finite number, at step
-    ``training_iteration``, when ``tensorboard`` (or ``tensorboardX``) is installed.
+    ``training_iteration``, when ``tensorboard`` (or ``tensorboardX``) is installed. With
+    ``resume_after=N`` (a run resumed from its checkpoint at iteration ``N``) the files keep
+    the results up to ``N`` and continue after them.
 
     Example:
         >>> import tempfile
@@ -64,17 +66,33 @@ class ResultLog:
         2,0.4,9.0
     """
 
-    def __init__(self, run_dir: str | Path, *, tensorboard: bool = True):
+    def __init__(self, run_dir: str | Path, *, tensorboard: bool = True,
+                 resume_after: int | None = None):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        kept = self._results_until(resume_after) if resume_after is not None else []
         self._json = (self.run_dir / RESULT_FILE).open("w")
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
         writer_class = _summary_writer_class() if tensorboard else None
-        self.tensorboard = writer_class(str(self.run_dir)) if writer_class else None
+        self.tensorboard = (writer_class(str(self.run_dir), purge_step=(resume_after or 0) + 1)
+                            if writer_class else None)
+        for result in kept:
+            self._append(result, tensorboard=False)
+
+    def _results_until(self, iteration: int) -> list[dict[str, Any]]:
+        """The results already in ``result.json`` up to ``iteration`` (a resumed run's; later
+        ones, written after its last checkpoint, are dropped)."""
+        file = self.run_dir / RESULT_FILE
+        lines = file.read_text().splitlines() if file.exists() else []
+        return [result for result in map(json.loads, lines)
+                if result.get("training_iteration", 0) <= iteration]
 
     def write(self, result: dict[str, Any]) -> None:
         """Appends one ``train()`` result to every file."""
+        self._append(result, tensorboard=True)
+
+    def _append(self, result: dict[str, Any], *, tensorboard: bool) -> None:
         self._json.write(json.dumps(result) + "\n")
         self._json.flush()
         row = flatten(result)
@@ -86,7 +104,7 @@ class ResultLog:
         else:
             with (self.run_dir / PROGRESS_FILE).open("a", newline="") as file:
                 csv.DictWriter(file, fieldnames=self._columns).writerow(row)
-        if self.tensorboard is not None:
+        if tensorboard and self.tensorboard is not None:
             step = int(result.get("training_iteration", len(self._rows)))
             for name, value in row.items():
                 if (isinstance(value, numbers.Real) and not isinstance(value, bool)
