@@ -19,6 +19,7 @@ from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.held_out_losses import OFFLINE_EVAL_RESULTS, HeldOutLosses
 from offline_rl.algorithms.off_policy_evaluation import OFF_POLICY_ESTIMATION, OffPolicyEvaluation
 from offline_rl.core.learner_group import LearnerGroup
+from offline_rl.core.random_states import random_states, set_random_states
 from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
@@ -320,12 +321,15 @@ class Algorithm:
             "training_iteration": self.iteration,
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
             "num_updates_lifetime": self.num_updates_lifetime,
+            "data_position": self.offline_data.stream_position(),
+            "rng_states": random_states(),
         }
         return str(checkpoint.write_checkpoint(path, self.learner_group, config, state))
 
     @surface_errors
     def restore_from_path(self, path: str | Path, *, component: str | None = None) -> None:
-        """Loads a checkpoint folder: everything (weights, optimizer state and counters), or
+        """Loads a checkpoint folder: everything (weights, optimizer state, counters, random
+        number generators and, with a local learner, where its data stream stood), or
         only one of RLlib's components: ``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``
         (weights and optimizer state) or ``COMPONENT_RL_MODULE`` (the module's weights, e.g. an
         expert's, to record with); the counters then stay as they are."""
@@ -342,6 +346,10 @@ class Algorithm:
         if component is None:
             self.iteration = state["training_iteration"]
             self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
+            if state.get("data_position") and self.offline_data.stream is not None:
+                self.offline_data.resume_stream(state["data_position"])
+            if state.get("rng_states"):
+                set_random_states(state["rng_states"])
 
     @classmethod
     def from_checkpoint(cls, path: str | Path,

@@ -27,6 +27,33 @@ _ERROR = "error"
 _POLL_S = 0.1
 
 
+@dataclass(frozen=True)
+class StreamPosition:
+    """Where a consumer stands in the stream: ``rows`` of epoch ``epoch`` taken (the epochs
+    before it complete), and whether it has already seen that epoch's end (``ended``: rows
+    of it it had fetched remain). A stream started at a position serves exactly the rows after
+    it, provided the epochs come in the same order (a seeded pipeline's: ``preserve_order``).
+
+    Example:
+        >>> import numpy as np
+        >>> epochs = lambda data, epoch: [{"x": data[:6]}, {"x": data[6:]}]
+        >>> stream = BatchStream(lambda: np.arange(10), epochs).start()
+        >>> _ = stream.next_batch(4), stream.next_batch(4)
+        >>> position = stream.position()
+        >>> position, stream.next_batch(4)["x"].tolist()
+        (StreamPosition(epoch=0, rows=8, ended=False), [8, 9, 0, 1])
+        >>> stream.stop()
+        >>> resumed = BatchStream(lambda: np.arange(10), epochs, start=position).start()
+        >>> resumed.next_batch(4)["x"].tolist()
+        [8, 9, 0, 1]
+        >>> resumed.stop()
+    """
+
+    epoch: int = 0
+    rows: int = 0
+    ended: bool = False
+
+
 @dataclass
 class StreamStats:
     """What the stream did so far, as seen by its consumer."""
@@ -66,19 +93,27 @@ class BatchStream:
 
     def __init__(self, open_dataset: Callable[[], object],
                  epoch_batches: Callable[[object, int], Iterable[Batch]], *,
-                 max_queued_batches: int = 4):
+                 max_queued_batches: int = 4, start: StreamPosition = StreamPosition(),
+                 stats: StreamStats | None = None):
         self._open_dataset = open_dataset
         self._epoch_batches = epoch_batches
         self._queue: queue.Queue = queue.Queue(maxsize=max_queued_batches)
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="offline-rl-batch-stream",
                                         daemon=True)
-        self._pending: list[Batch] = []
+        #: Fetched rows not handed out yet, each batch with the epoch it belongs to.
+        self._pending: list[tuple[int, Batch]] = []
         self._pending_rows = 0
+        self._start = start
+        #: The epoch of the last row taken, and how many of its rows were taken.
+        self._taken = (start.epoch, start.rows)
+        #: The last epoch whose end came through the queue; the last one counted in ``stats``.
+        self._received_end = start.epoch - 1
+        self._counted_end = start.epoch if start.ended else start.epoch - 1
         self._epoch_rows = 0
         self._started_at = 0.0
         self._failed: BaseException | None = None
-        self.stats = StreamStats()
+        self.stats = stats or StreamStats()
 
     def start(self) -> BatchStream:
         """Starts the background thread; returns ``self``."""
@@ -89,18 +124,28 @@ class BatchStream:
     def _run(self) -> None:
         try:
             dataset = self._open_dataset()
-            epoch = 0
+            epoch, skip = self._start.epoch, self._start.rows
             while not self._stopping.is_set():
                 rows = 0
                 for batch in self._epoch_batches(dataset, epoch):
                     if self.stats.first_batch_wait_s is None:
                         self.stats.first_batch_wait_s = time.perf_counter() - self._started_at
-                    rows += _num_rows(batch)
-                    if not self._put((_BATCH, batch)):
+                    size = _num_rows(batch)
+                    rows += size
+                    if skip >= size:
+                        skip -= size
+                        continue
+                    if skip:
+                        batch, skip = {name: column[skip:] for name, column in batch.items()}, 0
+                    if not self._put((_BATCH, (epoch, batch))):
                         return
                 if rows == 0:
                     raise DataFormatError("the dataset is empty: an epoch produced no rows")
-                if not self._put((_EPOCH_END, rows)):
+                if skip:
+                    raise DataFormatError(f"epoch {epoch} has {rows} rows, fewer than the "
+                                          f"{self._start.rows} the resumed run had taken of it: "
+                                          "the input changed since the checkpoint")
+                if not self._put((_EPOCH_END, (epoch, rows))):
                     return
                 epoch += 1
         except Exception as error:
@@ -134,31 +179,48 @@ class BatchStream:
         while self._pending_rows < num_rows:
             kind, payload = self._get()
             if kind == _EPOCH_END:
+                epoch, rows = payload
+                self._received_end = epoch
+                if epoch <= self._counted_end:  # seen before a resume
+                    continue
+                self._counted_end = epoch
                 self.stats.epochs_completed += 1
-                self.stats.epoch_rows.append(payload)
+                self.stats.epoch_rows.append(rows)
                 if stop_at_epoch_end:
                     return None
                 continue
             self._pending.append(payload)
-            self._pending_rows += _num_rows(payload)
+            self._pending_rows += _num_rows(payload[1])
         return self._take(num_rows)
 
     def _take(self, num_rows: int) -> Batch:
         parts, needed = [], num_rows
         while needed:
-            head = self._pending[0]
-            rows = _num_rows(head)
-            if rows <= needed:
-                parts.append(self._pending.pop(0))
-                needed -= rows
+            epoch, head = self._pending[0]
+            rows = min(_num_rows(head), needed)
+            parts.append({name: column[:rows] for name, column in head.items()})
+            if rows == _num_rows(head):
+                self._pending.pop(0)
             else:
-                parts.append({name: column[:needed] for name, column in head.items()})
-                self._pending[0] = {name: column[needed:] for name, column in head.items()}
-                needed = 0
+                self._pending[0] = epoch, {name: column[rows:] for name, column in head.items()}
+            taken = self._taken[1] if self._taken[0] == epoch else 0
+            self._taken = (epoch, taken + rows)
+            needed -= rows
         self._pending_rows -= num_rows
         if len(parts) == 1:
             return parts[0]
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+    def position(self) -> StreamPosition:
+        """Where the consumer stands: the rows handed out so far, not those fetched ahead."""
+        if self._pending:
+            epoch = self._pending[0][0]
+            rows = self._taken[1] if self._taken[0] == epoch else 0
+        elif self._taken[0] <= self._received_end:  # that epoch is used up
+            epoch, rows = self._received_end + 1, 0
+        else:
+            epoch, rows = self._taken
+        return StreamPosition(epoch, rows, ended=epoch <= self._counted_end)
 
     def stop(self) -> None:
         """Stops the background thread (it finishes the fetch in progress) and drops queued data."""

@@ -7,6 +7,7 @@ resolves itself, or paths on a filesystem named by ``input_filesystem`` (``"s3"`
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 import warnings
@@ -306,15 +307,19 @@ def _row_shape(arrow_type: Any) -> tuple[int, ...] | None:
 
 
 @contextmanager
-def quiet_data_context() -> Iterator[None]:
+def quiet_data_context(*, preserve_order: bool = False) -> Iterator[None]:
     """Datasets created inside copy this context: no progress bars or execution banners (the
     CLI shows its own), errors raised in map functions kept as they are (not wrapped in Ray
     Data's ``UserCodeException``, which would lose our error type), and the quicker-starting V1
     Parquet reader unless the user opted in, or the read runs in a Tune trial's placement group
-    (where Ray 2.60 schedules V1's read task only after ~40 s)."""
+    (where Ray 2.60 schedules V1's read task only after ~40 s). With ``preserve_order``, blocks
+    leave every operator in order, so that a seeded run reads its rows in the same order every
+    time (and a resumed one can skip exactly the rows it had trained on)."""
     context = ray.data.DataContext.get_current()
+    options = copy.copy(context.execution_options)
+    options.preserve_order = options.preserve_order or preserve_order
     settings = {"enable_progress_bars": False, "print_on_execution_start": False,
-                "raise_original_map_exception": True}
+                "raise_original_map_exception": True, "execution_options": options}
     if DATASOURCE_V2_ENV not in os.environ and current_placement_group() is None:
         settings["use_datasource_v2"] = False
     saved = {name: getattr(context, name) for name in settings}
@@ -340,7 +345,7 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
         kwargs["filesystem"] = filesystem
     paths = [filesystem_path(path, filesystem)
              for path in input_paths(config.input_, filesystem)]
-    with quiet_data_context():
+    with quiet_data_context(preserve_order=config.seed is not None):
         dataset = read(paths, **kwargs)
     if config.materialize_data:
         dataset = dataset.materialize()

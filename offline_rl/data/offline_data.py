@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,7 +16,7 @@ import ray.data
 from ray.data.block import BlockAccessor
 
 from offline_rl.data.actors import kill_actors, wait_for_cpus
-from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
+from offline_rl.data.batch_stream import BatchStream, StreamPosition, StreamStats, epoch_batches
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.input_locator import find_damaged_file, read_failure
@@ -143,12 +143,35 @@ class OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
         learner; returns ``self``."""
         self._prepare(reserved_cpus=0)
-        config = self.config
-        epochs = functools.partial(epoch_batches, batch_size=config.train_batch_size_per_learner,
-                                   iter_batches_kwargs=config.iter_batches_kwargs,
-                                   seed=config.seed)
-        self.stream = BatchStream(self.build_mapped_dataset, epochs).start()
+        self.stream = BatchStream(self.build_mapped_dataset, self._epochs()).start()
         return self
+
+    def _epochs(self) -> Callable[[Any, int], Any]:
+        config = self.config
+        return functools.partial(epoch_batches, batch_size=config.train_batch_size_per_learner,
+                                 iter_batches_kwargs=config.iter_batches_kwargs,
+                                 seed=config.seed)
+
+    def stream_position(self) -> dict[str, Any] | None:
+        """Where this process's learner stands in the stream (``StreamPosition``'s fields)
+        and the epochs it completed, for a checkpoint; ``None`` without a stream here."""
+        if self.stream is None:
+            return None
+        stats = self.stream.stats
+        return {**dataclasses.asdict(self.stream.position()),
+                "epochs_completed": stats.epochs_completed, "epoch_rows": list(stats.epoch_rows)}
+
+    def resume_stream(self, saved: dict[str, Any]) -> None:
+        """Restarts the stream ``start()`` opened at what ``stream_position()`` returned: the
+        next batch holds the rows the checkpointed run would have trained on next (exactly so
+        with a seed, whose pipeline keeps its order)."""
+        self.stream.stop()
+        position = StreamPosition(saved["epoch"], saved["rows"], saved["ended"])
+        stats = StreamStats(epochs_completed=saved["epochs_completed"],
+                            epoch_rows=list(saved["epoch_rows"]))
+        self.stream = BatchStream(
+            lambda: self.dataset if self.dataset is not None else self.build_mapped_dataset(),
+            self._epochs(), start=position, stats=stats).start()
 
     def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
         """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; they
