@@ -226,7 +226,7 @@ def _train(args: argparse.Namespace) -> int:
             learner = result["learners"]["default_policy"]
             recent.append((time.perf_counter(),
                            result["learners"]["__all_modules__"]["num_env_steps_trained"]))
-            if "evaluation" in result:
+            if "env_runners" in result.get("evaluation", {}):
                 last_return = result["evaluation"]["env_runners"]["episode_return_mean"]
             bar.update()
             bar.set_postfix(loss=f"{learner['total_loss']:.4f}",

@@ -1,4 +1,4 @@
-"""A run's result files and learning curves, from a real training run: result.json,
+"""A run's result files and learning curves, from a real `offline-rl train` run: result.json,
 progress.csv, TensorBoard events read back, and a PNG with every panel drawn."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from offline_rl.cli import main
 from offline_rl.datasets import make_dataset
-from offline_rl.monitoring import ResultLog
 
 
 @pytest.mark.timeout(300)
@@ -26,13 +25,14 @@ def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc
         offline_eval_input_=str(tmp_path / "held-out"),
         off_policy_estimation_methods={"wis": {"type": "WeightedImportanceSampling"}},
         evaluation_config={"input_": str(tmp_path / "held-out")})
-    run = tmp_path / "run"
-    with config.build() as algo, ResultLog(run) as log:
-        results = [algo.train() for _ in range(4)]
-        for result in results:
-            log.write(result)
-    assert [json.loads(line)["training_iteration"]
-            for line in (run / "result.json").read_text().splitlines()] == [1, 2, 3, 4]
+    config_file, run = tmp_path / "bc.yaml", tmp_path / "run"
+    config.to_yaml(config_file)
+    assert main(["train", str(config_file), "--max-iterations", "4", "--output-dir",
+                 str(run)]) == 0
+    results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
+    assert [result["training_iteration"] for result in results] == [1, 2, 3, 4]
+    # Iteration 1 evaluates offline only: no env return yet (the progress bar shows "-").
+    assert "env_runners" not in results[0]["evaluation"]
     with (run / "progress.csv").open() as file:
         rows = list(csv.DictReader(file))
     # The first evaluation (iteration 2) added its columns; iteration 1 left them blank.
@@ -48,6 +48,7 @@ def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc
     assert "evaluation/offline_eval_runner_results/default_policy/total_loss" in events.Tags()[
         "scalars"]
 
+    capsys.readouterr()
     assert main(["plot", str(run)]) == 0
     image = imread(capsys.readouterr().out.strip())
     assert image.shape == (750, 1100, 4)
