@@ -118,7 +118,10 @@ def test_cli_records_trains_and_evaluates(tmp_path):
     evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3")
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
-    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(data))
+    held_out = tmp_path / "held-out"
+    assert run_cli("datasets", "make", "CartPole-v1", "medium", "--out", str(held_out),
+                   "--episodes", "3").returncode == 0
+    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(held_out))
     assert estimated.returncode == 0, estimated.stderr
     estimates = json.loads(estimated.stdout.splitlines()[-1])
     assert sorted(estimates) == ["DirectMethod", "DoublyRobust", "ImportanceSampling",

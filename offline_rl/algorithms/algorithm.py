@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
-import numpy as np
 import ray
 
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.held_out_losses import OFFLINE_EVAL_RESULTS, HeldOutLosses
 from offline_rl.algorithms.off_policy_evaluation import OFF_POLICY_ESTIMATION, OffPolicyEvaluation
+from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.core.random_states import random_states, set_random_states
-from offline_rl.data.data_ledger import DROP_REASONS
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
@@ -227,7 +226,7 @@ class Algorithm:
         result: dict[str, Any] = {
             "training_iteration": self.iteration,
             LEARNER_RESULTS: {
-                DEFAULT_MODULE_ID: {**_mean_metrics(per_learner),
+                DEFAULT_MODULE_ID: {**mean_learner_metrics(per_learner),
                                     "num_module_steps_trained": steps},
                 ALL_MODULES: {
                     "num_env_steps_trained": steps,
@@ -241,7 +240,7 @@ class Algorithm:
                 "per_learner": [{key: learner[key] for key in PER_LEARNER_KEYS}
                                 for learner in per_learner],
             },
-            "data": {**_data_figures(per_learner, self.offline_data.counts()),
+            "data": {**data_figures(per_learner, self.offline_data.counts()),
                      "prelearner_pool": self.offline_data.pool()},
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
@@ -390,36 +389,3 @@ class Algorithm:
     def __exit__(self, *exc_info: Any) -> None:
         self.stop()
 
-
-def _mean_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
-    """Each loss metric averaged over the learners that reported it."""
-    names = {name for learner in per_learner for name in learner["metrics"]}
-    return {name: float(np.mean([learner["metrics"][name] for learner in per_learner
-                                 if name in learner["metrics"]])) for name in sorted(names)}
-
-
-def _data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
-    """The data stream's figures: totals over the learners' shards, each learner's, data
-    dropped by reason, ``Box`` actions outside the action space (kept or clipped) and the
-    episodes that never end (kept; ``None`` until a whole epoch has been read, as an
-    episode's end may lie in rows not read yet)."""
-    rows = [learner["rows_per_epoch"] for learner in per_learner]
-    staleness = [value for learner in per_learner for value in learner["staleness"]]
-    epochs = min(learner["epochs_completed"] for learner in per_learner)
-    figures: dict[str, Any] = {
-        "epochs_completed": epochs,
-        "rows_per_epoch": None if None in rows else sum(rows),
-        "wait_s": max(learner["wait_s"] for learner in per_learner),
-        "first_batch_wait_s": max((learner["first_batch_wait_s"] or 0.0)
-                                  for learner in per_learner),
-        "dropped": {reason: count for reason, count in counts.items() if reason in DROP_REASONS},
-        "actions_out_of_bounds": counts.get("actions_out_of_bounds", 0),
-        "unfinished_episodes": counts.get("unfinished_episodes", 0) if epochs else None,
-        "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
-                                                        "wait_s", "first_batch_wait_s")}
-                        for learner in per_learner],
-    }
-    if staleness:
-        figures["module_weights_staleness"] = {"mean": float(np.mean(staleness)),
-                                               "max": float(np.max(staleness))}
-    return figures

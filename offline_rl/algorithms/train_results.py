@@ -1,0 +1,44 @@
+"""What a ``train()`` result says of the learners and the data stream, from each learner's
+figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from offline_rl.data.data_ledger import DROP_REASONS
+
+
+def mean_learner_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
+    """Each loss metric averaged over the learners that reported it."""
+    names = {name for learner in per_learner for name in learner["metrics"]}
+    return {name: float(np.mean([learner["metrics"][name] for learner in per_learner
+                                 if name in learner["metrics"]])) for name in sorted(names)}
+
+
+def data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
+    """The data stream's figures: totals over the learners' shards, each learner's, data
+    dropped by reason, ``Box`` actions outside the action space (kept or clipped) and the
+    episodes that never end (kept; ``None`` until a whole epoch has been read, as an
+    episode's end may lie in rows not read yet)."""
+    rows = [learner["rows_per_epoch"] for learner in per_learner]
+    staleness = [value for learner in per_learner for value in learner["staleness"]]
+    epochs = min(learner["epochs_completed"] for learner in per_learner)
+    figures: dict[str, Any] = {
+        "epochs_completed": epochs,
+        "rows_per_epoch": None if None in rows else sum(rows),
+        "wait_s": max(learner["wait_s"] for learner in per_learner),
+        "first_batch_wait_s": max((learner["first_batch_wait_s"] or 0.0)
+                                  for learner in per_learner),
+        "dropped": {reason: count for reason, count in counts.items() if reason in DROP_REASONS},
+        "actions_out_of_bounds": counts.get("actions_out_of_bounds", 0),
+        "unfinished_episodes": counts.get("unfinished_episodes", 0) if epochs else None,
+        "per_learner": [{key: learner[key] for key in ("epochs_completed", "rows_per_epoch",
+                                                        "wait_s", "first_batch_wait_s")}
+                        for learner in per_learner],
+    }
+    if staleness:
+        figures["module_weights_staleness"] = {"mean": float(np.mean(staleness)),
+                                               "max": float(np.max(staleness))}
+    return figures
