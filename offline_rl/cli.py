@@ -89,10 +89,10 @@ def _parser() -> argparse.ArgumentParser:
                             "config's checkpointing.keep_checkpoints_num; unset: keep all)")
     train.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint (weights, "
-                            "optimizer state, counters) up to --max-iterations in all, "
+                            "optimizer state, counters, random generators and, with a local "
+                            "learner, its place in the data) up to --max-iterations in all, "
                             "appending to its result files and curves; results written after "
-                            "that checkpoint are replaced. The data stream restarts at an epoch "
-                            "start")
+                            "that checkpoint are replaced")
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(

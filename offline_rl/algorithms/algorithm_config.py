@@ -272,21 +272,13 @@ class AlgorithmConfig:
         ``evaluation_parallel_to_training`` they play while the iteration trains, with the
         weights from before it, as RLlib's do.
 
-        Without an env (or beside it), ``off_policy_estimation_methods`` estimate the
-        policy's value from held-out logged data: ``{name: {"type": estimator, **its
-        arguments}}`` with ``type`` one of ``ImportanceSampling``,
-        ``WeightedImportanceSampling``, ``DirectMethod``, ``DoublyRobust`` (a class, its name,
-        or a ``"package.module:Name"`` subclass of ``OffPolicyEstimator``) and arguments such
-        as ``gamma`` (default: the algorithm's ``gamma``, else 0.99), ``epsilon_greedy`` and
-        ``q_model_config``. ``evaluation_config`` holds ``offline_data`` settings for that
-        data, ``input_`` at least; it is read through Ray Data at ``build()``, and each
-        evaluation reports ``result["evaluation"]["off_policy_estimation"][name]``.
-
-        ``offline_evaluation_interval``: every so many iterations, report the learner's loss
-        terms on ``offline_eval_input_`` (data it does not train on, read as ``input_`` is) in
-        ``result["evaluation"]["offline_eval_runner_results"]["default_policy"]``; a gap
-        growing between them and the training losses is over-fitting. ``evaluate_offline()``
-        reports them on demand."""
+        Without an env (or beside it): ``off_policy_estimation_methods``, ``{name: {"type":
+        estimator, **its arguments}}`` (see ``OffPolicyEvaluation``), estimate the policy's
+        value on ``evaluation_config``'s data (``offline_data`` settings, ``input_`` at least)
+        into ``result["evaluation"]["off_policy_estimation"][name]``; every
+        ``offline_evaluation_interval`` iterations the learner's loss terms on
+        ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runner_results"]``
+        (see ``HeldOutLosses``)."""
         return self._set(locals())
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,

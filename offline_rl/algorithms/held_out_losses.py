@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-from ray.data.block import BlockAccessor
 
 from offline_rl.columns import Columns
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.logged_data import read_tables
 from offline_rl.data.module_weights import WEIGHTS_VERSION
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.prelearner import OfflinePreLearner, overrides_call
+from offline_rl.data.offline_data import OfflineData, map_in_process
+from offline_rl.data.prelearner import OfflinePreLearner
 from offline_rl.errors import DataFormatError
 from offline_rl.names import DEFAULT_MODULE_ID
 
@@ -45,9 +44,7 @@ class HeldOutLosses:
                                       module_weights=self.offline_data.module_weights,
                                       source=f"offline_eval_input_ {self.data_config.input_}",
                                       **self.data_config.prelearner_kwargs)
-        numpy_rows = overrides_call(prelearner_class)
-        batches = [prelearner(BlockAccessor.for_block(table).to_numpy() if numpy_rows
-                              else table) for table in self.tables]
+        batches = [map_in_process(prelearner, table) for table in self.tables]
         batches = [{key: value for key, value in batch.items() if key != WEIGHTS_VERSION}
                    for batch in batches if len(batch.get(Columns.ACTIONS, ()))]
         return {DEFAULT_MODULE_ID: learner_group.loss_metrics(batches),

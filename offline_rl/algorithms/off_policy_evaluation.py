@@ -44,7 +44,10 @@ class OffPolicyEvaluation:
     """Reads ``config.evaluation_config``'s data (``offline_data`` settings over the config's
     own) once, through Ray Data; ``estimate(module)`` then runs each of
     ``config.off_policy_estimation_methods`` on it: ``train`` (fitting its model for the
-    current policy, if it has one) and ``estimate``."""
+    current policy, if it has one) and ``estimate``. A method is ``{"type": ..., **args}``:
+    ``type`` one of ``ESTIMATORS`` (a class or its name) or a ``"package.module:Name"``
+    subclass of ``OffPolicyEstimator``; the arguments are its constructor's (``gamma``
+    defaults to the algorithm's, else 0.99; ``epsilon_greedy``; ``q_model_config``)."""
 
     def __init__(self, config: Any, spaces: tuple[gym.Space, gym.Space]):
         self.methods: dict[str, tuple[type[OffPolicyEstimator], dict[str, Any]]] = {}

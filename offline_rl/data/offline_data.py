@@ -136,8 +136,7 @@ class OfflineData:
         prelearner = self.prelearner_class(config=self.config, spaces=self.spaces,
                                            source=f"the first rows of {file}",
                                            **self.config.prelearner_kwargs)
-        custom_call = overrides_call(self.prelearner_class)
-        prelearner(BlockAccessor.for_block(table).to_numpy() if custom_call else table)
+        map_in_process(prelearner, table)
 
     def start(self) -> OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
@@ -323,3 +322,10 @@ class OfflineData:
             held = len(prelearners) * float(self._pool_kwargs.get("num_cpus", 0))
             wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
             self._ledger = self.module_weights = None
+
+
+def map_in_process(prelearner: Any, table: pa.Table) -> dict[str, Any]:
+    """``prelearner`` applied to ``table`` in this process, as the pipeline calls it: numpy
+    columns for a class that overrides ``__call__`` (``batch_format="numpy"``), else Arrow."""
+    numpy_rows = overrides_call(type(prelearner))
+    return prelearner(BlockAccessor.for_block(table).to_numpy() if numpy_rows else table)

@@ -3,12 +3,11 @@ return, off-policy estimates and throughput."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from offline_rl.errors import DataFormatError, DataNotFoundError
-from offline_rl.monitoring.result_log import RESULT_FILE, flatten
+from offline_rl.errors import DataFormatError
+from offline_rl.monitoring.result_log import RESULT_FILE, flatten, read_results
 
 LOSSES = "learners/default_policy/"
 HELD_OUT_LOSSES = "evaluation/offline_eval_runner_results/default_policy/"
@@ -16,23 +15,6 @@ RETURN = "evaluation/env_runners/episode_return_mean"
 RETURN_STD = "evaluation/env_runners/episode_return_std"
 ESTIMATES = "evaluation/off_policy_estimation/"
 THROUGHPUT = "learners/__all_modules__/num_env_steps_trained_lifetime_throughput"
-
-
-def _results(run_dir: Path) -> list[dict[str, Any]]:
-    file = run_dir / RESULT_FILE
-    if not file.exists():
-        raise DataNotFoundError(f"{run_dir} has no {RESULT_FILE}; plot the folder that "
-                                "offline-rl train --output-dir wrote")
-    rows = []
-    for number, line in enumerate(file.read_text().splitlines(), 1):
-        try:
-            rows.append(flatten(json.loads(line)))
-        except json.JSONDecodeError as error:
-            raise DataFormatError(f"{file} line {number} is not a JSON result ({error})"
-                                  ) from None
-    if not rows:
-        raise DataFormatError(f"{file} holds no results yet")
-    return rows
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -65,7 +47,9 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path | None = None) -> 
         raise ImportError("plotting needs matplotlib: pip install 'offline-rl[plot]'"
                           ) from error
     run_dir = Path(run_dir)
-    rows = _results(run_dir)
+    rows = [flatten(result) for result in read_results(run_dir)]
+    if not rows:
+        raise DataFormatError(f"{run_dir / RESULT_FILE} holds no results yet")
     keys = list(dict.fromkeys(key for row in rows for key in row))
     figure = Figure(figsize=(11, 7.5), layout="constrained")
     figure.suptitle(run_dir.name)

@@ -11,8 +11,12 @@ import numbers
 from pathlib import Path
 from typing import Any
 
+from offline_rl.errors import DataFormatError, DataNotFoundError
+
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
+#: Seconds between TensorBoard's writes to disk (and on close), off the training loop's path.
+TENSORBOARD_FLUSH_S = 10
 
 
 def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -32,6 +36,23 @@ def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def read_results(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The results in ``run_dir``'s ``result.json``; a missing file is a ``DataNotFoundError``,
+    a line that is no JSON a ``DataFormatError`` naming it."""
+    file = Path(run_dir) / RESULT_FILE
+    if not file.exists():
+        raise DataNotFoundError(f"{run_dir} has no {RESULT_FILE}: give the folder that "
+                                "offline-rl train --output-dir wrote")
+    results = []
+    for number, line in enumerate(file.read_text().splitlines(), 1):
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise DataFormatError(f"{file} line {number} is not a JSON result ({error})"
+                                  ) from None
+    return results
 
 
 def _summary_writer_class() -> type | None:
@@ -75,7 +96,8 @@ class ResultLog:
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
         writer_class = _summary_writer_class() if tensorboard else None
-        self.tensorboard = (writer_class(str(self.run_dir), purge_step=(resume_after or 0) + 1)
+        self.tensorboard = (writer_class(str(self.run_dir), purge_step=(resume_after or 0) + 1,
+                                         flush_secs=TENSORBOARD_FLUSH_S)
                             if writer_class else None)
         for result in kept:
             self._append(result, tensorboard=False)
@@ -83,9 +105,9 @@ class ResultLog:
     def _results_until(self, iteration: int) -> list[dict[str, Any]]:
         """The results already in ``result.json`` up to ``iteration`` (a resumed run's; later
         ones, written after its last checkpoint, are dropped)."""
-        file = self.run_dir / RESULT_FILE
-        lines = file.read_text().splitlines() if file.exists() else []
-        return [result for result in map(json.loads, lines)
+        if not (self.run_dir / RESULT_FILE).exists():
+            return []
+        return [result for result in read_results(self.run_dir)
                 if result.get("training_iteration", 0) <= iteration]
 
     def write(self, result: dict[str, Any]) -> None:
@@ -110,7 +132,6 @@ class ResultLog:
                 if (isinstance(value, numbers.Real) and not isinstance(value, bool)
                         and math.isfinite(value)):
                     self.tensorboard.add_scalar(name, value, step)
-            self.tensorboard.flush()
 
     def _rewrite_progress(self) -> None:
         with (self.run_dir / PROGRESS_FILE).open("w", newline="") as file:

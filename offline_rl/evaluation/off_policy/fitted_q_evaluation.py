@@ -55,12 +55,12 @@ class FQEConfig:
         if self.fcnet_activation not in ACTIVATIONS:
             raise ConfigError(f"q_model_config fcnet_activation must be one of "
                               f"{sorted(ACTIVATIONS)}, got {self.fcnet_activation!r}")
-        for name in ("n_iters", "minibatch_size", "num_action_samples", *(
-                ["fcnet_hiddens"] * bool(self.fcnet_hiddens))):
-            values = getattr(self, name)
-            for value in values if isinstance(values, tuple) else (values,):
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise ConfigError(f"q_model_config {name} must be ints >= 1, got {values!r}")
+        counts = {"n_iters": self.n_iters, "minibatch_size": self.minibatch_size,
+                  "num_action_samples": self.num_action_samples,
+                  **{f"fcnet_hiddens[{i}]": size for i, size in enumerate(self.fcnet_hiddens)}}
+        for name, value in counts.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"q_model_config {name} must be an int >= 1, got {value!r}")
         if not self.lr > 0 or not 0 < self.polyak_coef <= 1:
             raise ConfigError(f"q_model_config needs lr > 0 and polyak_coef in (0, 1], got "
                               f"lr={self.lr}, polyak_coef={self.polyak_coef}")

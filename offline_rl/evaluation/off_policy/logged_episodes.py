@@ -48,7 +48,8 @@ def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | Mapping
     ``SingleAgentEpisode`` (with
     ``action_logp`` or ``action_prob`` among their extra model outputs), or columns of steps
     (``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``, ``eps_id`` and
-    ``action_logp`` or ``action_prob``; steps of one episode in order of ``t`` when given).
+    ``action_logp`` or ``action_prob``; episodes in the order their first rows come, the steps
+    of each in order of ``t`` when given).
     Raises ``DataFormatError`` naming what is missing.
 
     Example:
@@ -104,6 +105,7 @@ def _episodes_of_steps(columns: Mapping[str, Any]) -> list[LoggedEpisode]:
     behaviour_prob, eps_ids = behaviour_prob[order], eps_ids[order]
     starts = np.flatnonzero(np.r_[True, eps_ids[1:] != eps_ids[:-1]])
     ids = eps_ids.tolist()
+    # In the order the rows came, as an episode input gives them (a fitted model sees the same).
     bounds = sorted(zip(starts, [*starts[1:], len(ids)], strict=True),
                     key=lambda bound: first_seen[ids[bound[0]]])
     return [_checked(LoggedEpisode(
