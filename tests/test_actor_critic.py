@@ -127,8 +127,13 @@ def test_two_learners_stay_identical_networks_targets_and_optimizers(
                             map_batches_kwargs={"num_cpus": 0.5})
               .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
     with config.build() as algo:
-        algo.train()
+        result = algo.train()
         states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
+    # Ray Data's figures: of the materialized pass (IQL), or of the streaming execution in the
+    # split coordinator actor (MARWIL).
+    prelearners = result["data"]["operators"]["MapBatches(OfflinePreLearner)"]
+    assert prelearners["rows"] >= 2 * 5 * 128
+    assert result["data"]["prelearner_s"] == prelearners["udf_s"] > 0
     first, second = states
     assert set(first["module"]) >= networks
     for name, tensor in first["module"].items():

@@ -74,6 +74,11 @@ def test_two_learners_train_on_disjoint_shards_with_identical_weights(indexed_da
     assert result["learners"]["__all_modules__"]["num_updates"] == shard_updates
     assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == ROWS
     assert [shard["rows_per_epoch"] for shard in result["data"]["per_learner"]] == [ROWS // 2] * 2
+    (read, read_figures), (map_name, map_figures) = result["data"]["operators"].items()
+    assert read.startswith("ReadParquet") and map_name == "MapBatches(OfflinePreLearner)"
+    assert read_figures["rows"] == map_figures["rows"] == ROWS
+    assert 0 < map_figures["udf_s"] <= map_figures["task_s"]
+    assert read_figures["submission_backpressure_s"] >= 0
 
     rows = {rank: [i for entry in entries if entry[:2] == ("rows", rank) for i in entry[2]]
             for rank in (0, 1)}
@@ -139,6 +144,9 @@ def test_training_continues_when_a_prelearner_actor_dies(indexed_data, log):
         results = [algo.train() for _ in range(2)]
     assert ray.get(log.get.remote()).count(("died",)) >= 1
     assert [r["data"]["rows_per_epoch"] for r in results] == [ROWS, ROWS]
+    # The current epoch's streaming execution, with the subclass's own operator.
+    assert results[-1]["data"]["prelearner_s"] > 0
+    assert "MapBatches(DiesOnce)" in results[-1]["data"]["operators"]
 
 
 def test_prelearners_get_fresh_module_weights(indexed_data, ray_session):

@@ -206,7 +206,9 @@ class Algorithm:
         ``result["learners"]["default_policy"]`` holds the loss metrics averaged over the
         learners, ``["__all_modules__"]`` the step counts, ``["per_learner"]`` each learner's
         planned and done updates; ``result["data"]`` the data stream's figures (per learner
-        too), dropped data and, when connectors use the module, the staleness of its weights.
+        too), dropped data, when connectors use the module the staleness of its weights, and
+        what Ray Data reports of the pipeline (``OfflineData.pipeline_stats``: rows, time and
+        backpressure per operator, time in the PreLearners).
         """
         started = time.perf_counter()
         interval = self.config.evaluation_interval
@@ -241,6 +243,7 @@ class Algorithm:
                                 for learner in per_learner],
             },
             "data": {**data_figures(per_learner, self.offline_data.counts()),
+                     **self.offline_data.pipeline_stats(),
                      "prelearner_pool": self.offline_data.pool()},
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,

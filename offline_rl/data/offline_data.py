@@ -14,6 +14,7 @@ import pyarrow as pa
 import ray
 import ray.data
 from ray.data.block import BlockAccessor
+from ray.data.dataset import MaterializedDataset
 
 from offline_rl.data.actors import kill_actors, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, StreamPosition, StreamStats, epoch_batches
@@ -29,6 +30,7 @@ from offline_rl.data.input_reader import (
 )
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
+from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
 from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
@@ -111,6 +113,8 @@ class OfflineData:
         #: The mapped dataset, once built.
         self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
+        #: The ``streaming_split`` shards handed to remote learners.
+        self.shards: list[ray.data.DataIterator] = []
         self._ledger: ray.actor.ActorHandle | None = None
         self._counts: dict[str, int] = {}
         self._counts_version = 0
@@ -245,8 +249,9 @@ class OfflineData:
         with self.naming_damaged_files():
             if return_iterator:
                 dataset = self.dataset if self.dataset is not None else self.build()
-                return dataset.streaming_split(num_shards, equal=True,
-                                               locality_hints=locality_hints)
+                self.shards = dataset.streaming_split(num_shards, equal=True,
+                                                      locality_hints=locality_hints)
+                return self.shards
             if self.stream is None:
                 self.start()
             return self.stream.next_batch(num_samples or self.batch_size,
@@ -274,6 +279,18 @@ class OfflineData:
     def stats(self) -> StreamStats:
         """What the stream to this process's learner did so far (epochs, rows, waits)."""
         return self.stream.stats if self.stream is not None else StreamStats()
+
+    def pipeline_stats(self) -> dict[str, Any]:
+        """What Ray Data reports of the pipeline's execution (``pipeline_figures``): the one
+        pass that materialized the mapped data, else the current epoch's streaming execution
+        (in Ray Data's split coordinator with remote learners); ``{}`` before it starts."""
+        if self.shards and not isinstance(self.dataset, MaterializedDataset):
+            summary = split_stats_summary(self.shards[0])
+        elif self.dataset is not None:
+            summary = self.dataset.get_stats_summary()
+        else:
+            return {}
+        return pipeline_figures(summary, self.prelearner_class.__name__)
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
