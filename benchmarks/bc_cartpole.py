@@ -57,12 +57,12 @@ def parquet_decode_rows_per_s(paths: list[str]) -> float:
     return best
 
 
-def bare_torch_update_ms(algo, batch: dict, updates: int = 200) -> float:
-    """Median ms of forward + BC loss + backward + Adam step on ready tensors, nothing else."""
+def bare_torch_update_ms(config, spaces: tuple, batch: dict, updates: int = 200) -> float:
+    """Median ms of forward + BC loss + backward + Adam step on ready tensors, nothing else,
+    for ``config``'s module on ``spaces`` (observation, action)."""
     import torch
 
-    config = algo.config
-    module = config.get_rl_module_spec(algo.observation_space, algo.action_space).build()
+    module = config.get_rl_module_spec(*spaces).build()
     optimizer = torch.optim.Adam(module.parameters(), lr=config.lr)
     obs = torch.from_numpy(batch["obs"])
     actions = torch.from_numpy(batch["actions"])
@@ -127,7 +127,8 @@ def main() -> None:
         iteration_times.append(time.perf_counter() - t0)
     steady_s = time.perf_counter() - steady_started
     batch = algo.offline_data.sample()
-    bare_ms = bare_torch_update_ms(algo, batch)
+    bare_ms = bare_torch_update_ms(algo.config, (algo.observation_space, algo.action_space),
+                                   batch)
     data_rows_per_s, data_batch_ms, boundary_ms = data_only(algo.offline_data, 3000)
     paths = algo.offline_data.paths
     spaces = (algo.observation_space, algo.action_space)

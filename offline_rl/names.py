@@ -16,6 +16,10 @@ ENV_RUNNER_RESULTS = "env_runners"
 EPISODE_RETURN_MEAN = "episode_return_mean"
 #: ``result[LEARNER_RESULTS][DEFAULT_MODULE_ID]`` holds the loss metrics.
 LEARNER_RESULTS = "learners"
+#: ``result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]``: the loss terms on held-out data.
+OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
+#: ``result[EVALUATION_RESULTS][OFF_POLICY_ESTIMATION][name]``: an off-policy estimate.
+OFF_POLICY_ESTIMATION = "off_policy_estimation"
 #: The one module a single-agent algorithm trains.
 DEFAULT_MODULE_ID = "default_policy"
 #: Figures over all modules, under ``result[LEARNER_RESULTS]``.

@@ -42,6 +42,21 @@ def test_prelearner_actors_import_neither_torch_nor_the_algorithms(ray_session, 
     assert batch["heavy_imports"].size == 512 and not batch["heavy_imports"].any()
 
 
+@pytest.mark.parametrize("config_name", ["BCConfig", "CQLConfig", "DiscreteCQLConfig",
+                                         "IQLConfig", "MARWILConfig", "TD3BCConfig"])
+def test_importing_an_algorithm_leaves_torch_for_build_to_import_while_ray_starts(config_name):
+    # Issue 16: torch's import (~1 s) overlaps ray.init in build() instead of preceding it.
+    script = textwrap.dedent(f"""
+        import sys
+        from offline_rl import {config_name}
+        {config_name}().environment("CartPole-v1")
+        print(sorted(name for name in ("torch", "ray.tune") if name in sys.modules))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert result.stdout.strip() == "[]", result.stderr
+
+
 def test_algorithms_resolve_lazily_through_an_open_registry():
     register_algorithm("SubclassedBC", f"{__name__}:SubclassedBCConfig")
     assert get_algorithm_config_class("SubclassedBC") is SubclassedBCConfig

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import logging
 import math
 import os
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,15 +18,10 @@ import gymnasium as gym
 import ray
 
 from offline_rl.algorithms import checkpoint
-from offline_rl.algorithms.held_out_losses import OFFLINE_EVAL_RESULTS, HeldOutLosses
-from offline_rl.algorithms.off_policy_evaluation import OFF_POLICY_ESTIMATION, OffPolicyEvaluation
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
-from offline_rl.core.learner_group import LearnerGroup
-from offline_rl.core.random_states import random_states, set_random_states
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
-from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import (
     ALL_MODULES,
@@ -34,12 +32,18 @@ from offline_rl.names import (
     ENV_RUNNER_RESULTS,
     EVALUATION_RESULTS,
     LEARNER_RESULTS,
+    OFF_POLICY_ESTIMATION,
+    OFFLINE_EVAL_RESULTS,
 )
 from offline_rl.recording.recorder import Recorder, check_env_runners_fit, check_output
 from offline_rl.recording.recorder_config import RecorderConfig
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.held_out_losses import HeldOutLosses
+    from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+    from offline_rl.core.learner_group import LearnerGroup
+    from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 
 #: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
@@ -48,16 +52,33 @@ RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPO
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
                     "num_module_steps_trained", "epochs_this_iter")
 MAX_EVALUATION_ENVS = 8
+#: The torch side of an algorithm (learners, evaluation with torch modules): imported while
+#: Ray starts, rather than when ``offline_rl`` is imported, as neither needs the other.
+TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
+                 "offline_rl.algorithms.held_out_losses",
+                 "offline_rl.algorithms.off_policy_evaluation",
+                 "offline_rl.evaluation.evaluation_runners")
 
 
-def start_ray(*, verbose: bool = False) -> bool:
-    """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance.
+def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = ()) -> bool:
+    """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance, while a
+    thread imports the modules ``import_meanwhile`` names (``ray.init`` mostly waits for the
+    processes it starts, so importing torch meanwhile costs it little).
 
     Unless ``verbose``, Ray's own log lines stay off the terminal on a normal run: Ray's driver
     logs errors only, and Ray Data's console none (its log file in the Ray session folder still
     gets everything; errors reach the caller as exceptions). Returns whether this call started
     Ray (and so ``stop()`` should shut it down).
     """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="offline-rl-imports") as pool:
+        imported = pool.submit(lambda: [importlib.import_module(name)
+                                        for name in import_meanwhile])
+        started = _init_ray(verbose)
+        imported.result()
+    return started
+
+
+def _init_ray(verbose: bool) -> bool:
     if ray.is_initialized():
         return False
     level = logging.INFO if verbose else logging.ERROR
@@ -136,12 +157,18 @@ class Algorithm:
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.
             self.offline_data = OfflineData(self.config.data_config(spaces), spaces)
-            self._started_ray = start_ray()
+            self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
         else:  # a custom class may use Ray as it is built
-            self._started_ray = start_ray()
+            self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if self.config.output and self.evaluator is not None:
             check_env_runners_fit(self.recording_config())
+        # Imported by start_ray, while Ray started (and so not at the top of this module).
+        from offline_rl.algorithms.held_out_losses import HeldOutLosses
+        from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+        from offline_rl.core.learner_group import LearnerGroup
+        from offline_rl.evaluation.evaluation_runners import EvaluationRunners
+
         # Held-out data is read before the learners' stream takes the CPUs.
         if self.config.off_policy_estimation_methods:
             self.off_policy_evaluation = OffPolicyEvaluation(self.config, spaces)
@@ -315,6 +342,8 @@ class Algorithm:
 
     def save_to_path(self, path: str | Path) -> str:
         """Writes a checkpoint folder (weights, optimizer, config, counters); returns its path."""
+        from offline_rl.core.random_states import random_states  # imported by start_ray
+
         config = self.config.copy().environment(
             observation_space=self.observation_space, action_space=self.action_space
         )
@@ -351,6 +380,8 @@ class Algorithm:
             if state.get("data_position") and self.offline_data.stream is not None:
                 self.offline_data.resume_stream(state["data_position"])
             if state.get("rng_states"):
+                from offline_rl.core.random_states import set_random_states  # see start_ray
+
                 set_random_states(state["rng_states"])
 
     @classmethod

@@ -16,9 +16,6 @@ from offline_rl.data.prelearner import OfflinePreLearner
 from offline_rl.errors import DataFormatError
 from offline_rl.names import DEFAULT_MODULE_ID
 
-#: Where evaluation results hold the held-out losses (RLlib's name).
-OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
-
 
 class HeldOutLosses:
     """Reads ``config.offline_eval_input_`` (with the config's other ``offline_data``

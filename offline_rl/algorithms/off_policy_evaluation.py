@@ -24,9 +24,6 @@ from offline_rl.import_path import import_object
 ESTIMATORS = {estimator.__name__: estimator for estimator in (
     ImportanceSampling, WeightedImportanceSampling, DirectMethod, DoublyRobust)}
 
-#: Where evaluation results hold the estimates (``result["evaluation"][...][name]``).
-OFF_POLICY_ESTIMATION = "off_policy_estimation"
-
 
 def estimator_class(name: str, kind: Any) -> type[OffPolicyEstimator]:
     """The estimator class ``kind`` names (a class, a name in ``ESTIMATORS`` or an import

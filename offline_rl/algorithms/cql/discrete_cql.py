@@ -11,7 +11,7 @@ import gymnasium as gym
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
 
 #: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
 Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"

@@ -9,7 +9,7 @@ from typing import Any
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
-from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
 from offline_rl.core.schedules import LearningRate
 
 #: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.

@@ -11,7 +11,7 @@ import gymnasium as gym
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
-from offline_rl.algorithms.td_target import TDLearnerConfig, td_problems
+from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
 from offline_rl.core.schedules import LearningRate
 
 #: The module TD3+BC trains: the actor-critic module plus a target copy of the policy.
