@@ -63,7 +63,7 @@ TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states
 def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = ()) -> bool:
     """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance, while a
     thread imports the modules ``import_meanwhile`` names (``ray.init`` mostly waits for the
-    processes it starts, so importing torch meanwhile costs it little).
+    processes it starts, so the two overlap, though on a small machine they share its cores).
 
     Unless ``verbose``, Ray's own log lines stay off the terminal on a normal run: Ray's driver
     logs errors only, and Ray Data's console none (its log file in the Ray session folder still
