@@ -44,9 +44,9 @@ since = lambda: time.time() - spawned
 marks = {{}}
 from offline_rl import BCConfig
 marks["imports_s"] = since()
-import offline_rl.algorithms.algorithm as algorithm
+import offline_rl.algorithms.ray_start as ray_start
 import offline_rl.data.offline_data as offline_data
-init_ray, sample = algorithm._init_ray, offline_data.OfflineData.sample
+init_ray, sample = ray_start._init_ray, offline_data.OfflineData.sample
 def timed_init_ray(verbose):
     started = time.time()
     try:
@@ -57,7 +57,7 @@ def timed_sample(self, *args, **kwargs):
     batch = sample(self, *args, **kwargs)
     marks.setdefault("first_batch_s", since())
     return batch
-algorithm._init_ray, offline_data.OfflineData.sample = timed_init_ray, timed_sample
+ray_start._init_ray, offline_data.OfflineData.sample = timed_init_ray, timed_sample
 config = (BCConfig().environment("CartPole-v1")
           .training(lr={LR}, train_batch_size_per_learner={BATCH})
           .offline_data(input_=sys.argv[2], dataset_num_iters_per_learner=1)

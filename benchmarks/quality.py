@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--d3rlpy-python", default=None, metavar="PYTHON")
     parser.add_argument("--out", type=Path, default=None, metavar="RESULTS.md")
     args = parser.parse_args()
-    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.algorithms.ray_start import start_ray
 
     start_ray()
     rows = []

@@ -189,9 +189,10 @@ def _parser() -> argparse.ArgumentParser:
 def _train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from offline_rl.algorithms.algorithm import Algorithm, start_ray
+    from offline_rl.algorithms.algorithm import Algorithm
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints, newest_checkpoint
+    from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.monitoring import ResultLog
 
     config = AlgorithmConfig.from_yaml(args.config)
@@ -284,8 +285,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 def _estimate_off_policy(config: Any, module: Any, data: str) -> int:
     import ray
 
-    from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.off_policy_evaluation import ESTIMATORS, OffPolicyEvaluation
+    from offline_rl.algorithms.ray_start import start_ray
 
     methods = config.off_policy_estimation_methods or {
         name: {"type": name} for name in ESTIMATORS}
@@ -315,9 +316,9 @@ def _make_dataset(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from offline_rl.algorithms.algorithm import start_ray
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.checkpoint import load_module
+    from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.recording.recorder import Recorder
 
     config = AlgorithmConfig.from_yaml(args.config)
@@ -333,7 +334,7 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from offline_rl.algorithms.algorithm import start_ray
+    from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.recording.convert import sample_batches_to_episodes, tabular_to_episodes
 
     start_ray(verbose=args.verbose)

@@ -1,0 +1,44 @@
+"""Starting (or joining) Ray for a run, quietly, with other start-up work beside it."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import ray
+
+
+def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = ()) -> bool:
+    """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance, while a
+    thread imports the modules ``import_meanwhile`` names (``ray.init`` mostly waits for the
+    processes it starts, so the two overlap, though on a small machine they share its cores).
+
+    Unless ``verbose``, Ray's own log lines stay off the terminal on a normal run: Ray's driver
+    logs errors only, and Ray Data's console none (its log file in the Ray session folder still
+    gets everything; errors reach the caller as exceptions). Returns whether this call started
+    Ray (and so ``stop()`` should shut it down).
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="offline-rl-imports") as pool:
+        imported = pool.submit(lambda: [importlib.import_module(name)
+                                        for name in import_meanwhile])
+        started = _init_ray(verbose)
+        imported.result()
+    return started
+
+
+def _init_ray(verbose: bool) -> bool:
+    if ray.is_initialized():
+        return False
+    level = logging.INFO if verbose else logging.ERROR
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(logging_level=level)
+    else:
+        ray.init(include_dashboard=False, logging_level=level)
+    if not verbose:
+        for handler in logging.getLogger("ray.data").handlers:
+            if not isinstance(handler, logging.FileHandler):
+                handler.setLevel(logging.CRITICAL)
+    return True
