@@ -4,7 +4,17 @@ Prints one JSON line. Ceilings measured in the same run: a bare torch update of 
 and batch (``bare_torch_update_ms``) and pyarrow's Parquet decode rate of the same files
 (``parquet_decode_rows_per_s``). Run ``make bench`` (records the dataset first if needed).
 
+``streaming`` compares, for each input of ``--streaming-inputs`` (by row count), the ways the
+learner can be fed: the mapped data materialized (``materialized``), streamed with one Ray Data
+execution per epoch (``epoch_by_epoch``: ``materialize_mapped_data=False``), and streamed with
+many epochs per execution (``repeated_epochs``: ``materialize_data=True`` too). For each, the
+steady training rate (20 ``train()`` calls of 50 updates) and, data only over two epochs, the
+worst wait for a batch that crossed an epoch boundary; [min, median] of ``--streaming-runs``.
+A 2M-row input: ``offline-rl datasets make CartPole-v1 expert --out data/cartpole-2m
+--episodes 4000``.
+
     python benchmarks/bc_cartpole.py [--config configs/bc_cartpole.yaml] [--iterations 300]
+        [--streaming-inputs data/cartpole-expert data/cartpole-2m] [--streaming-runs 3]
 """
 
 from __future__ import annotations
@@ -43,12 +53,25 @@ def time_to_return(config: Path, target_iterations: int) -> tuple[float | None, 
     return None, None
 
 
+#: The ways the learner can be fed, as ``offline_data`` options.
+FEEDS = {
+    "materialized": {},
+    "epoch_by_epoch": {"materialize_mapped_data": False},
+    "repeated_epochs": {"materialize_mapped_data": False, "materialize_data": True},
+}
+UPDATES_PER_ITERATION = 50
+
+
+def parquet_files(paths: list[str]) -> list[Path]:
+    return [f for p in paths for f in sorted(Path(p).rglob("*.parquet"))]
+
+
 def parquet_decode_rows_per_s(paths: list[str]) -> float:
     """pyarrow's decode rate of the dataset's Parquet files (best of 3)."""
     import pyarrow.parquet as pq
     import ray.data  # noqa: F401 - registers Ray's tensor extension types
 
-    files = [f for p in paths for f in sorted(Path(p).rglob("*.parquet"))]
+    files = parquet_files(paths)
     best = 0.0
     for _ in range(3):
         started = time.perf_counter()
@@ -97,17 +120,50 @@ def data_only(offline_data, batches: int) -> tuple[float, float, float]:
     return rows / (time.perf_counter() - started), 1000 * statistics.median(times), worst_boundary
 
 
+def min_median(values: list[float], digits: int) -> list[float]:
+    return [round(min(values), digits), round(statistics.median(values), digits)]
+
+
+def streaming_figures(config, input_: str, runs: int) -> dict:
+    """``{feed: {"train_env_steps_per_s": [min, median], "epoch_boundary_max_ms": [...]}}``
+    for each of ``FEEDS`` on ``input_``."""
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files([input_]))
+    batch = config.train_batch_size_per_learner
+    figures = {}
+    for feed, options in FEEDS.items():
+        rates, stalls = [], []
+        for _ in range(runs):
+            algo = config.copy().offline_data(
+                input_=input_, dataset_num_iters_per_learner=UPDATES_PER_ITERATION,
+                **options).build()
+            for _ in range(3):
+                algo.train()
+            started = time.perf_counter()
+            for _ in range(20):
+                algo.train()
+            rates.append(20 * UPDATES_PER_ITERATION * batch / (time.perf_counter() - started))
+            stalls.append(data_only(algo.offline_data, 2 * rows // batch + 2)[2])
+            algo.stop()
+        figures[feed] = {"train_env_steps_per_s": min_median(rates, 0),
+                         "epoch_boundary_max_ms": min_median(stalls, 1)}
+    return {"rows": rows, **figures}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("configs/bc_cartpole.yaml"))
     parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--streaming-inputs", nargs="*", default=None,
+                        help="inputs to compare the feeds on (default: the config's)")
+    parser.add_argument("--streaming-runs", type=int, default=3)
     args = parser.parse_args()
     seconds_to_450, iterations_to_450 = time_to_return(args.config, 2000)
 
     import ray
 
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-    from offline_rl.data.offline_data import OfflineData
 
     ray.init(include_dashboard=False)
     config = AlgorithmConfig.from_yaml(args.config).evaluation(evaluation_interval=None)
@@ -131,11 +187,11 @@ def main() -> None:
                                    batch)
     data_rows_per_s, data_batch_ms, boundary_ms = data_only(algo.offline_data, 3000)
     paths = algo.offline_data.paths
-    spaces = (algo.observation_space, algo.action_space)
     algo.stop()
-    streaming = OfflineData(config.copy().offline_data(materialize_mapped_data=False), spaces)
-    streaming_rows_per_s, _, streaming_boundary_ms = data_only(streaming.start(), 300)
-    streaming.stop()
+    streaming = {}
+    for input_ in args.streaming_inputs or [config.input_]:
+        figures = streaming_figures(config, input_, args.streaming_runs)
+        streaming[figures.pop("rows")] = figures
     ray.shutdown()
     steady_ms = 1000 * statistics.median(iteration_times)
     print(json.dumps({
@@ -148,8 +204,7 @@ def main() -> None:
         "data_only_env_steps_per_s": round(data_rows_per_s),
         "data_only_batch_ms": round(data_batch_ms, 4),
         "epoch_boundary_max_ms": round(boundary_ms, 2),
-        "streaming_data_only_env_steps_per_s": round(streaming_rows_per_s),
-        "streaming_epoch_boundary_max_ms": round(streaming_boundary_ms, 1),
+        "streaming": streaming,
         "parquet_decode_rows_per_s": round(parquet_decode_rows_per_s(paths)),
         "time_to_return_450_s": None if seconds_to_450 is None else round(seconds_to_450, 2),
         "iterations_to_return_450": iterations_to_450,

@@ -130,8 +130,9 @@ def test_two_learners_stay_identical_networks_targets_and_optimizers(
         result = algo.train()
         states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
     # Ray Data's figures: of the materialized pass (IQL), or of the streaming execution in the
-    # split coordinator actor (MARWIL).
-    prelearners = result["data"]["operators"]["MapBatches(OfflinePreLearner)"]
+    # split coordinator actor (MARWIL: many epochs in one execution, see repeated_epochs).
+    mapper = "EpochsPreLearner" if config_class is MARWILConfig else "OfflinePreLearner"
+    prelearners = result["data"]["operators"][f"MapBatches({mapper})"]
     assert prelearners["rows"] >= 2 * 5 * 128
     assert result["data"]["prelearner_s"] == prelearners["udf_s"] > 0
     first, second = states

@@ -16,9 +16,11 @@ from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 
 
-@pytest.mark.parametrize("materialize", [True, False])
+@pytest.mark.parametrize("materialize", [(False, True), (False, False), (True, False)],
+                         ids=["mapped-data", "epoch-by-epoch", "repeated-epochs"])
 def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config, materialize):
-    config = bc_config.offline_data(materialize_mapped_data=materialize,
+    raw, mapped = materialize
+    config = bc_config.offline_data(materialize_data=raw, materialize_mapped_data=mapped,
                                     iter_batches_kwargs={"local_shuffle_buffer_size": None})
     data = OfflineData(config, SPACES).start()
     try:
@@ -35,6 +37,30 @@ def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config
         assert sorted(batch) == ["action_dist_inputs", "action_logp", "actions", "new_obs",
                                  "obs", "rewards", "terminateds", "truncateds"]
         assert batch["obs"].dtype == np.float32 and batch["obs"].shape == (batch_size, 4)
+    finally:
+        data.stop()
+
+
+def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_session,
+                                                                          bc_config):
+    config = bc_config.offline_data(materialize_data=True, materialize_mapped_data=False,
+                                    input_read_batch_size=5_000).debugging(seed=3)
+    data = OfflineData(config, SPACES).start()
+    try:
+        assert data.repeats_epochs
+        data.sample()
+        prelearners = ray.get(data._ledger.actors.remote())
+        while data.stats.epochs_completed < 3:
+            data.sample()
+        assert data.stats.epoch_rows == [20_000] * 3
+        assert ray.get(data._ledger.actors.remote()) == prelearners  # no new pool per epoch
+        assert "MapBatches(EpochsPreLearner)" in data.pipeline_stats()["operators"]
+        data.sample(3000)  # mid-epoch: 3000 rows into the fourth epoch's 20k
+        position = data.stream_position()
+        expected = [data.sample()["obs"] for _ in range(40)]  # into the fifth epoch
+        data.resume_stream(position)
+        assert all(np.array_equal(data.sample()["obs"], obs) for obs in expected)
+        assert data.stats.epochs_completed == 4
     finally:
         data.stop()
 

@@ -118,7 +118,9 @@ class LearnerGroup:
         self.offline_data.build(reserved_cpus=n * cpus)  # while the actors start
         shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
                               locality_hints=self._call_all("node_id"))
-        self._wait([actor.attach.remote(shard) for actor, shard in zip(self._actors, shards)])
+        repeated = self.offline_data.repeats_epochs
+        self._wait([actor.attach.remote(shard, repeated_epochs=repeated)
+                    for actor, shard in zip(self._actors, shards)])
         if n > 1:
             address = self._wait([self._actors[0].free_address.remote()])[0]
             self._wait([actor.join_process_group.remote(address, rank, n)

@@ -4,7 +4,6 @@ Ray actor; ``train()`` is one training iteration of that learner."""
 from __future__ import annotations
 
 import datetime
-import functools
 import socket
 from typing import Any
 
@@ -14,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.data.batch_stream import BatchStream, StreamStats, epoch_batches
+from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamStats
 from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
 from offline_rl.data.offline_data import OfflineData
 
@@ -55,16 +54,19 @@ class LearnerWorker:
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
-    def attach(self, source: OfflineData | ray.data.DataIterator) -> None:
+    def attach(self, source: OfflineData | ray.data.DataIterator, *,
+               repeated_epochs: bool = False) -> None:
         """Trains on ``source``: ``OfflineData`` in this process (read with its ``sample()``,
-        which a subclass may override), or a shard to stream epochs of."""
+        which a subclass may override), or a shard to stream epochs of (many epochs in one
+        pass when ``repeated_epochs``: see ``EpochBatches``)."""
         if isinstance(source, OfflineData):
             self.data = source
             return
         config = self.config
-        self.stream = BatchStream(lambda: source, functools.partial(
-            epoch_batches, batch_size=config.train_batch_size_per_learner,
-            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed)).start()
+        self.stream = BatchStream(lambda: source, EpochBatches(
+            batch_size=config.train_batch_size_per_learner,
+            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed,
+            repeated=repeated_epochs)).start()
 
     def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
         if self.data is None:

@@ -307,17 +307,22 @@ def _row_shape(arrow_type: Any) -> tuple[int, ...] | None:
 
 
 @contextmanager
-def quiet_data_context(*, preserve_order: bool = False) -> Iterator[None]:
+def quiet_data_context(*, preserve_order: bool = False,
+                       object_store_memory: int | None = None) -> Iterator[None]:
     """Datasets created inside copy this context: no progress bars or execution banners (the
     CLI shows its own), errors raised in map functions kept as they are (not wrapped in Ray
     Data's ``UserCodeException``, which would lose our error type), and the quicker-starting V1
     Parquet reader unless the user opted in, or the read runs in a Tune trial's placement group
     (where Ray 2.60 schedules V1's read task only after ~40 s). With ``preserve_order``, blocks
     leave every operator in order, so that a seeded run reads its rows in the same order every
-    time (and a resumed one can skip exactly the rows it had trained on)."""
+    time (and a resumed one can skip exactly the rows it had trained on). With
+    ``object_store_memory``, an execution holds at most that many bytes in the object store."""
     context = ray.data.DataContext.get_current()
     options = copy.copy(context.execution_options)
     options.preserve_order = options.preserve_order or preserve_order
+    if object_store_memory is not None:
+        options.resource_limits = options.resource_limits.copy(
+            object_store_memory=object_store_memory)
     settings = {"enable_progress_bars": False, "print_on_execution_start": False,
                 "raise_original_map_exception": True, "execution_options": options}
     if DATASOURCE_V2_ENV not in os.environ and current_placement_group() is None:

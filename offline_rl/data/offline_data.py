@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,11 +12,10 @@ import numpy as np
 import pyarrow as pa
 import ray
 import ray.data
-from ray.data.block import BlockAccessor
 from ray.data.dataset import MaterializedDataset
 
 from offline_rl.data.actors import kill_actors, wait_for_cpus
-from offline_rl.data.batch_stream import BatchStream, StreamPosition, StreamStats, epoch_batches
+from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.input_locator import find_damaged_file, read_failure
@@ -31,7 +29,13 @@ from offline_rl.data.input_reader import (
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
 from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
-from offline_rl.data.prelearner import PATH_COLUMN, OfflinePreLearner, overrides_call
+from offline_rl.data.prelearner import (
+    PATH_COLUMN,
+    OfflinePreLearner,
+    map_in_process,
+    overrides_call,
+)
+from offline_rl.data.repeated_epochs import EpochsPreLearner, new_plan_seed, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.filesystems import resolve_filesystem
@@ -61,8 +65,10 @@ class OfflineData:
     so the caller can build its learner meanwhile; ``build()`` instead returns the dataset, for
     remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
     data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
-    it. When the learner connector ``needs_module``, the learners ``publish_weights`` for the
-    PreLearners.
+    it. Streamed otherwise: with ``materialize_data=True`` too, one Ray Data execution maps
+    thousands of epochs with the same PreLearner actors (``repeats_epochs``); else each epoch
+    is an execution of its own. When the learner connector ``needs_module``, the learners
+    ``publish_weights`` for the PreLearners.
 
     ``sample()`` is what the learners read: a subclass selected with
     ``offline_data(offline_data_class=...)`` may override ``__init__`` (e.g. to read and decode
@@ -113,12 +119,18 @@ class OfflineData:
         #: The mapped dataset, once built.
         self.dataset: ray.data.Dataset | None = None
         self.stream: BatchStream | None = None
-        #: The ``streaming_split`` shards handed to remote learners.
+        #: The ``streaming_split`` shards read: one per remote learner, or this process's
+        #: learner's one when ``repeats_epochs``.
         self.shards: list[ray.data.DataIterator] = []
         self._ledger: ray.actor.ActorHandle | None = None
         self._counts: dict[str, int] = {}
         self._counts_version = 0
         self._pending_counts: ray.ObjectRef | None = None
+        #: The materialized input cut into parts of one PreLearner call, when
+        #: ``repeats_epochs``, and the mean bytes of a part.
+        self._parts: list[ray.ObjectRef] = []
+        self._part_bytes = 0.0
+        self._plan_seed = new_plan_seed(config.seed)
 
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that
@@ -146,14 +158,38 @@ class OfflineData:
         """Sizes the PreLearner pool for the cluster and starts streaming to this process's
         learner; returns ``self``."""
         self._prepare(reserved_cpus=0)
-        self.stream = BatchStream(self.build_mapped_dataset, self._epochs()).start()
+        self.stream = BatchStream(self._stream_source, self._epochs()).start()
         return self
 
-    def _epochs(self) -> Callable[[Any, int], Any]:
+    def _stream_source(self) -> ray.data.Dataset | Callable[[int], ray.data.DataIterator]:
+        """What the stream reads (in its thread): the mapped dataset, built if not yet; when
+        ``repeats_epochs``, the function planning a pass from a given epoch on
+        (``_shard_from``), so that a resumed stream gets the orders it would have had."""
+        if self.repeats_epochs:
+            return self._shard_from
+        return self.dataset if self.dataset is not None else self.build_mapped_dataset()
+
+    def _shard_from(self, first_epoch: int) -> ray.data.DataIterator:
+        """The plan from ``first_epoch`` on as one ``streaming_split`` shard: Ray Data's
+        executor, busy for the whole plan, then runs in its split coordinator actor instead of
+        contending with this process's learner for the GIL."""
+        self.shards = self.build_mapped_dataset(first_epoch).streaming_split(1)
+        return self.shards[0]
+
+    def _epochs(self) -> EpochBatches:
         config = self.config
-        return functools.partial(epoch_batches, batch_size=config.train_batch_size_per_learner,
-                                 iter_batches_kwargs=config.iter_batches_kwargs,
-                                 seed=config.seed)
+        return EpochBatches(batch_size=config.train_batch_size_per_learner,
+                            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed,
+                            repeated=self.repeats_epochs)
+
+    @property
+    def repeats_epochs(self) -> bool:
+        """Whether one Ray Data execution streams many epochs (``repeated_epochs``): when the
+        mapped data is streamed, the raw input materialized, and ``iter_batches_kwargs`` ask for
+        no local shuffle buffer (which would mix the epochs; the plan shuffles instead)."""
+        config = self.config
+        return (config.materialize_data and not config.materialize_mapped_data
+                and not config.iter_batches_kwargs.get("local_shuffle_buffer_size"))
 
     def stream_position(self) -> dict[str, Any] | None:
         """Where this process's learner stands in the stream (``StreamPosition``'s fields)
@@ -172,9 +208,8 @@ class OfflineData:
         position = StreamPosition(saved["epoch"], saved["rows"], saved["ended"])
         stats = StreamStats(epochs_completed=saved["epochs_completed"],
                             epoch_rows=list(saved["epoch_rows"]))
-        self.stream = BatchStream(
-            lambda: self.dataset if self.dataset is not None else self.build_mapped_dataset(),
-            self._epochs(), start=position, stats=stats).start()
+        self.stream = BatchStream(self._stream_source, self._epochs(), start=position,
+                                  stats=stats).start()
 
     def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
         """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; they
@@ -192,23 +227,45 @@ class OfflineData:
         if self.needs_module:
             self.module_weights = ModuleWeights.remote()
 
-    def build_mapped_dataset(self) -> ray.data.Dataset:
+    def build_mapped_dataset(self, first_epoch: int = 0) -> ray.data.Dataset:
         """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
-        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran)."""
+        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran). When
+        ``repeats_epochs``, instead the plan of many epochs from ``first_epoch`` on
+        (``plan_epochs``), the input read and materialized in parts the first time."""
         config = self.config
+        if self.repeats_epochs:
+            if not self._parts:
+                self._materialize_parts()
+            self.dataset = plan_epochs(
+                self._parts, first_epoch=first_epoch, plan_seed=self._plan_seed,
+                part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
+                prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
+            return self.dataset
         source = self.data if self.data is not None else read_input(self._read_config())
         dataset = source.map_batches(
             self.prelearner_class,
             batch_size=self._rows_per_call(),
             batch_format="numpy" if overrides_call(self.prelearner_class) else "pyarrow",
-            fn_constructor_kwargs={"config": config, "spaces": self.spaces,
-                                   "ledger": self._ledger,
-                                   "module_weights": self.module_weights,
-                                   **config.prelearner_kwargs},
+            fn_constructor_kwargs=self._prelearner_kwargs(),
             **self._pool_kwargs,
         )
         self.dataset = dataset.materialize() if config.materialize_mapped_data else dataset
         return self.dataset
+
+    def _prelearner_kwargs(self) -> dict[str, Any]:
+        return {"config": self.config, "spaces": self.spaces, "ledger": self._ledger,
+                "module_weights": self.module_weights, **self.config.prelearner_kwargs}
+
+    def _materialize_parts(self) -> None:
+        """Reads the input (or takes ``self.data``) into the object store, in blocks of one
+        PreLearner call (Ray Data's ``repartition``)."""
+        source = (self.data if self.data is not None else
+                  read_input(dataclasses.replace(self._read_config(), materialize_data=False)))
+        raw = source.repartition(target_num_rows_per_block=self._rows_per_call()).materialize()
+        self._parts = raw.to_arrow_refs()
+        if not self._parts:
+            raise DataFormatError(f"the input {self.config.input_} holds no rows")
+        self._part_bytes = raw.size_bytes() / len(self._parts)
 
     def observation_statistics(self) -> ObservationStatistics:
         """The mean and std of the observations the learners train on, computed from the
@@ -290,7 +347,8 @@ class OfflineData:
             summary = self.dataset.get_stats_summary()
         else:
             return {}
-        return pipeline_figures(summary, self.prelearner_class.__name__)
+        mapper = EpochsPreLearner if self.repeats_epochs else self.prelearner_class
+        return pipeline_figures(summary, mapper.__name__)
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
@@ -340,9 +398,3 @@ class OfflineData:
             wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
             self._ledger = self.module_weights = None
 
-
-def map_in_process(prelearner: Any, table: pa.Table) -> dict[str, Any]:
-    """``prelearner`` applied to ``table`` in this process, as the pipeline calls it: numpy
-    columns for a class that overrides ``__call__`` (``batch_format="numpy"``), else Arrow."""
-    numpy_rows = overrides_call(type(prelearner))
-    return prelearner(BlockAccessor.for_block(table).to_numpy() if numpy_rows else table)

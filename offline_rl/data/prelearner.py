@@ -440,6 +440,13 @@ def overrides_call(prelearner_class: type) -> bool:
     return prelearner_class.__call__ is not OfflinePreLearner.__call__
 
 
+def map_in_process(prelearner: Any, table: pa.Table) -> dict[str, Any]:
+    """``prelearner`` applied to ``table`` in this process, as the pipeline calls it: numpy
+    columns for a class that overrides ``__call__`` (``batch_format="numpy"``), else Arrow."""
+    numpy_rows = overrides_call(type(prelearner))
+    return prelearner(BlockAccessor.for_block(table).to_numpy() if numpy_rows else table)
+
+
 def _column_path(episode_stage: ConnectorPipelineV2) -> tuple[ConnectorV2 | None, bool]:
     """The episode stage's first piece when it has ``on_single_steps`` (else ``None``), and
     whether the pieces after it are the default pieces, so the stage can run column by

@@ -1,0 +1,106 @@
+"""Many epochs in one Ray Data execution, so that streamed epochs do not restart the pipeline.
+
+When the mapped data is streamed (``materialize_mapped_data=False``, as for MARWIL, whose
+learner connector needs the current module), each epoch used to be one Ray Data execution:
+a new actor pool of PreLearners every epoch, a stall of seconds on small data. When the raw
+input is materialized (``materialize_data=True``), the stream instead runs one execution over
+thousands of epochs: the input is cut into parts of one PreLearner call each, and the same
+PreLearner actors map part after part, epoch after epoch, tagging each row with its epoch
+(``EPOCH_COLUMN``) for ``EpochBatches`` to find the epochs' ends.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import numpy as np
+import ray
+import ray.data
+
+from offline_rl.data.batch_stream import EPOCH_COLUMN
+from offline_rl.data.input_reader import quiet_data_context
+from offline_rl.data.prelearner import map_in_process
+
+#: PreLearner calls planned per execution; the execution starts again after them (one stall).
+PARTS_PER_EXECUTION = 1024
+#: The object store the execution may fill ahead of the learners, in parts of the raw input
+#: (at least ``MIN_AHEAD_BYTES``): PreLearners that need the module map with recent weights.
+PARTS_AHEAD = 8
+MIN_AHEAD_BYTES = 48 * 2**20
+
+
+class EpochsPreLearner:
+    """Maps part after part of the materialized input through one PreLearner, for a plan of
+    many epochs: call ``id`` is part ``id % len(parts)`` of epoch ``first_epoch + id //
+    len(parts)``. The parts come in a new order every epoch and the rows of each part's output
+    in a new order every time, both drawn from ``plan_seed``, so every actor agrees on them and
+    a seeded run repeats them. Each output row is tagged with its epoch (``EPOCH_COLUMN``).
+
+    Example:
+        >>> import gymnasium as gym, numpy as np, pyarrow as pa, ray
+        >>> from offline_rl import BCConfig
+        >>> from offline_rl.data.prelearner import OfflinePreLearner
+        >>> config = BCConfig().environment("CartPole-v1")
+        >>> rows = pa.table({"obs": [[0.0, 0.1]] * 3, "new_obs": [[0.2, 0.3]] * 3,
+        ...                  "actions": [0, 1, 1], "rewards": [1.0] * 3,
+        ...                  "terminateds": [False] * 3})
+        >>> spaces = (gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2))
+        >>> epochs = EpochsPreLearner(parts=[ray.put(rows)], first_epoch=4, plan_seed=0,
+        ...                           prelearner_class=OfflinePreLearner, config=config,
+        ...                           spaces=spaces)
+        >>> batch = epochs({"id": np.array([1])})
+        >>> batch["__epoch"].tolist(), sorted(batch["actions"].tolist())
+        ([5, 5, 5], [0, 1, 1])
+    """
+
+    def __init__(self, *, parts: list[ray.ObjectRef], first_epoch: int, plan_seed: int,
+                 prelearner_class: type, **prelearner_kwargs: Any):
+        self.parts = parts
+        self.first_epoch = first_epoch
+        self.plan_seed = plan_seed
+        self.prelearner = prelearner_class(**prelearner_kwargs)
+
+    def __call__(self, ids: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outputs = [output for output in map(self._map_part, ids["id"].tolist()) if output]
+        if len(outputs) <= 1:
+            return outputs[0] if outputs else {}
+        return {name: np.concatenate([output[name] for output in outputs])
+                for name in outputs[0]}
+
+    def _map_part(self, call: int) -> dict[str, np.ndarray]:
+        epoch, slot = divmod(call, len(self.parts))
+        epoch += self.first_epoch
+        part = np.random.default_rng((self.plan_seed, epoch)).permutation(len(self.parts))[slot]
+        columns = map_in_process(self.prelearner, ray.get(self.parts[part]))
+        if not columns:
+            return {}
+        columns = {name: np.asarray(column) for name, column in columns.items()}
+        rows = len(next(iter(columns.values())))
+        order = np.random.default_rng((self.plan_seed, epoch, int(part))).permutation(rows)
+        return {**{name: column[order] for name, column in columns.items()},
+                EPOCH_COLUMN: np.full(rows, epoch, np.int64)}
+
+
+def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
+                part_bytes: float, prelearner_class: type, prelearner_kwargs: dict[str, Any],
+                map_batches_kwargs: dict[str, Any]) -> ray.data.Dataset:
+    """The dataset of ``PARTS_PER_EXECUTION // len(parts)`` epochs (at least one) from
+    ``first_epoch`` on, mapped by one pool of ``EpochsPreLearner`` actors
+    (``map_batches_kwargs``), one task per epoch, in order, at most ``PARTS_AHEAD`` parts of
+    ``part_bytes`` ahead of its consumer."""
+    epochs = max(1, PARTS_PER_EXECUTION // len(parts))
+    ahead = int(max(MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes))
+    with quiet_data_context(preserve_order=True, object_store_memory=ahead):
+        calls = ray.data.range(epochs * len(parts), override_num_blocks=epochs)
+        return calls.map_batches(
+            EpochsPreLearner, batch_size=1, batch_format="numpy",
+            fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
+                                   "plan_seed": plan_seed, "prelearner_class": prelearner_class,
+                                   **prelearner_kwargs},
+            **map_batches_kwargs)
+
+
+def new_plan_seed(seed: int | None) -> int:
+    """The seed of a plan's orders: the run's seed, else a fresh random one."""
+    return seed if seed is not None else secrets.randbits(63)
