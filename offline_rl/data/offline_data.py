@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,7 +36,7 @@ from offline_rl.data.prelearner import (
     map_in_process,
     overrides_call,
 )
-from offline_rl.data.repeated_epochs import EpochsPreLearner, new_plan_seed, plan_epochs
+from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.filesystems import resolve_filesystem
@@ -66,7 +67,7 @@ class OfflineData:
     remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
     data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
     it. Streamed otherwise: with ``materialize_data=True`` too, one Ray Data execution maps
-    thousands of epochs with the same PreLearner actors (``repeats_epochs``); else each epoch
+    many epochs with the same PreLearner actors (``repeats_epochs``); else each epoch
     is an execution of its own. When the learner connector ``needs_module``, the learners
     ``publish_weights`` for the PreLearners.
 
@@ -130,7 +131,8 @@ class OfflineData:
         #: ``repeats_epochs``, and the mean bytes of a part.
         self._parts: list[ray.ObjectRef] = []
         self._part_bytes = 0.0
-        self._plan_seed = new_plan_seed(config.seed)
+        #: The seed of the plan's orders: the run's, else a fresh random one.
+        self._plan_seed = config.seed if config.seed is not None else secrets.randbits(63)
 
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that

@@ -4,14 +4,14 @@ When the mapped data is streamed (``materialize_mapped_data=False``, as for MARW
 learner connector needs the current module), each epoch used to be one Ray Data execution:
 a new actor pool of PreLearners every epoch, a stall of seconds on small data. When the raw
 input is materialized (``materialize_data=True``), the stream instead runs one execution over
-thousands of epochs: the input is cut into parts of one PreLearner call each, and the same
-PreLearner actors map part after part, epoch after epoch, tagging each row with its epoch
-(``EPOCH_COLUMN``) for ``EpochBatches`` to find the epochs' ends.
+many epochs (``PARTS_PER_EXECUTION`` PreLearner calls): the input is cut into parts of one
+PreLearner call each, and the same PreLearner actors map part after part, epoch after epoch,
+tagging each row with its epoch (``EPOCH_COLUMN``) for ``EpochBatches`` to find the epochs'
+ends.
 """
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,8 @@ from offline_rl.data.prelearner import map_in_process
 
 #: PreLearner calls planned per execution; the execution starts again after them (one stall).
 PARTS_PER_EXECUTION = 1024
+#: PreLearner calls per Ray task (a task's start costs more than a call on small data).
+CALLS_PER_TASK = 32
 #: The object store the execution may fill ahead of the learners, in parts of the raw input
 #: (at least ``MIN_AHEAD_BYTES``): PreLearners that need the module map with recent weights.
 PARTS_AHEAD = 8
@@ -87,12 +89,12 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
                 map_batches_kwargs: dict[str, Any]) -> ray.data.Dataset:
     """The dataset of ``PARTS_PER_EXECUTION // len(parts)`` epochs (at least one) from
     ``first_epoch`` on, mapped by one pool of ``EpochsPreLearner`` actors
-    (``map_batches_kwargs``), one task per epoch, in order, at most ``PARTS_AHEAD`` parts of
-    ``part_bytes`` ahead of its consumer."""
-    epochs = max(1, PARTS_PER_EXECUTION // len(parts))
+    (``map_batches_kwargs``), ``CALLS_PER_TASK`` calls per task, in order, at most
+    ``PARTS_AHEAD`` parts of ``part_bytes`` ahead of its consumer."""
+    count = max(1, PARTS_PER_EXECUTION // len(parts)) * len(parts)
     ahead = int(max(MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes))
     with quiet_data_context(preserve_order=True, object_store_memory=ahead):
-        calls = ray.data.range(epochs * len(parts), override_num_blocks=epochs)
+        calls = ray.data.range(count, override_num_blocks=-(-count // CALLS_PER_TASK))
         return calls.map_batches(
             EpochsPreLearner, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
@@ -100,7 +102,3 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
                                    **prelearner_kwargs},
             **map_batches_kwargs)
 
-
-def new_plan_seed(seed: int | None) -> int:
-    """The seed of a plan's orders: the run's seed, else a fresh random one."""
-    return seed if seed is not None else secrets.randbits(63)
