@@ -384,11 +384,13 @@ class OfflineData:
 
     def stop(self) -> None:
         """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
-        (also those Ray Data would still be creating), the ledger and the module weights; then
-        waits (at most ``RELEASE_WAIT_S``) until the PreLearners' CPUs are free again."""
+        (also those Ray Data would still be creating), the ledger, the module weights and the
+        ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``) until the
+        PreLearners' CPUs are free again."""
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
+        self.shards = []  # their split coordinator actor goes with them
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
             prelearners = ray.get(self._ledger.actors.remote())
