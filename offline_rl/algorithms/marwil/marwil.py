@@ -39,16 +39,14 @@ class MARWILLearnerConfig(LearnerConfig):
 class MARWILConfig(AlgorithmConfig):
     """Configuration of MARWIL (RLlib's field names and defaults). ``beta=0`` is behavior
     cloning. Its learner pipeline runs the value function in the PreLearners (see
-    ``build_learner_connector``), so the mapped data is streamed, not materialized; the raw
-    input is materialized, as in RLlib, so that one Ray Data execution streams many epochs
-    (set ``offline_data(materialize_data=False)`` for input larger than the object store).
+    ``build_learner_connector``), so the mapped data is streamed, not materialized.
 
     Example:
         >>> config = (MARWILConfig().environment("CartPole-v1")
         ...           .training(beta=1.0, vf_coeff=1.0, lambda_=0.95)
         ...           .offline_data(input_="data/cartpole-mixed"))
-        >>> config.algo_class.__name__, config.materialize_data, config.materialize_mapped_data
-        ('MARWIL', True, False)
+        >>> config.algo_class.__name__, config.materialize_mapped_data
+        ('MARWIL', False)
         >>> import gymnasium as gym
         >>> pipeline = config.build_learner_connector(gym.spaces.Box(-1, 1, (4,)),
         ...                                           gym.spaces.Discrete(2))
@@ -67,7 +65,6 @@ class MARWILConfig(AlgorithmConfig):
     def __init__(self) -> None:
         super().__init__()
         self.lr = 1e-4
-        self.materialize_data = True
         self.materialize_mapped_data = False
 
     def training(self, *, beta: float = NotProvided, vf_coeff: float = NotProvided,
