@@ -62,6 +62,8 @@ class EpochsPreLearner:
         self.first_epoch = first_epoch
         self.plan_seed = plan_seed
         self.prelearner = prelearner_class(**prelearner_kwargs)
+        #: The last epoch mapped and its order of the parts (drawn once per epoch, not per call).
+        self._part_order: tuple[int, np.ndarray] = (-1, np.arange(0))
 
     def __call__(self, ids: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = [output for output in map(self._map_part, ids["id"].tolist()) if output]
@@ -73,7 +75,10 @@ class EpochsPreLearner:
     def _map_part(self, call: int) -> dict[str, np.ndarray]:
         epoch, slot = divmod(call, len(self.parts))
         epoch += self.first_epoch
-        part = np.random.default_rng((self.plan_seed, epoch)).permutation(len(self.parts))[slot]
+        if self._part_order[0] != epoch:
+            self._part_order = (epoch, np.random.default_rng((self.plan_seed, epoch))
+                                .permutation(len(self.parts)))
+        part = self._part_order[1][slot]
         columns = map_in_process(self.prelearner, ray.get(self.parts[part]))
         if not columns:
             return {}
