@@ -111,3 +111,28 @@ def test_temperature_and_multiplier_are_in_the_state():
 def test_discrete_actions_are_refused_with_the_discrete_config_named():
     with pytest.raises(ConfigError, match="DiscreteCQLConfig"):
         CQLConfig().get_rl_module_spec(OBS, gym.spaces.Discrete(2))
+
+
+@pytest.mark.parametrize("soft_q_backup", [False, True])
+def test_td_target_values_the_next_state_at_the_mean_action_or_a_soft_sampled_one(
+        soft_q_backup):
+    learner = cql_learner(soft_q_backup=soft_q_backup, min_q_weight=0.0, gamma=0.9)
+    data = batch(rows=4)
+    _, stats = losses(learner, data)
+    module, tensors = learner.module, {name: torch.as_tensor(value) for name, value in data.items()}
+    with torch.no_grad():
+        next_inputs = module.forward_train({"obs": tensors["new_obs"]})["action_dist_inputs"]
+        if soft_q_backup:  # replay the learner's draws: policy actions at s, then at s'
+            torch.manual_seed(0)
+            module.sample_actions(module.forward_train(tensors)["action_dist_inputs"], 11)
+            actions, logp = module.sample_actions(next_inputs, 11)
+            next_value = (torch.minimum(*module.q_values(tensors["new_obs"], actions[:, 0],
+                                                         target=True))
+                          - learner.log_alpha.exp() * logp[:, 0])
+        else:
+            mean = torch.tanh(next_inputs[:, :1]) * 2.0  # the squashed mean in [-2, 2]
+            next_value = torch.minimum(*module.q_values(tensors["new_obs"], mean, target=True))
+        target = tensors["rewards"] + 0.9 * next_value
+        expected = sum(torch.nn.functional.mse_loss(q, target)
+                       for q in module.q_values(tensors["obs"], tensors["actions"]))
+    torch.testing.assert_close(stats["td_loss"], expected)

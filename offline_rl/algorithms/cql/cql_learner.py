@@ -23,8 +23,9 @@ class CQLTorchLearner(Learner):
     each on its own loss (``CQLConfig.training`` names the settings):
 
     - ``critic``: for both Q, ``(Q_i(s, a) - y)**2`` with
-      ``y = r + gamma * (1 - terminated) * min_i Q_target_i(s', a')``, ``a' ~ pi(s')`` (less
-      ``alpha * log pi(a'|s')`` with ``soft_q_backup``), plus ``min_q_weight`` (times the
+      ``y = r + gamma * (1 - terminated) * min_i Q_target_i(s', a')`` at the policy's mean
+      (squashed) action ``a'`` in ``s'``; with ``soft_q_backup``, at ``a' ~ pi(s')`` less
+      ``alpha * log pi(a'|s')`` (SAC's target). Plus ``min_q_weight`` (times the
       Lagrange multiplier) times ``conservative_penalty`` over ``num_actions`` uniform
       actions, policy actions at ``s`` and policy actions at ``s'``, each less its
       log-density;
@@ -88,10 +89,9 @@ class CQLTorchLearner(Learner):
                 Columns.ACTION_DIST_INPUTS]
             next_actions, next_logp = module.sample_actions(next_dist_inputs,
                                                             1 + config.num_actions)
-            next_q = torch.minimum(*module.q_values(next_obs, next_actions[:, 0], target=True))
-            if config.soft_q_backup:
-                next_q = next_q - alpha * next_logp[:, 0]
-            target = td_target(batch, next_q, config.gamma)
+            target = td_target(batch, self._next_value(next_obs, next_dist_inputs,
+                                                       next_actions[:, 0],
+                                                       alpha * next_logp[:, 0]), config.gamma)
         q_data = module.q_values(obs, actions)
         td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_data)
         candidates, candidate_logp = self._candidate_actions(
@@ -124,6 +124,18 @@ class CQLTorchLearner(Learner):
             losses["lagrange"] = -(multiplier * conservative.detach()).sum() / 2
             stats.update(lagrange_loss=losses["lagrange"], lagrange_multiplier=multiplier)
         return losses, stats
+
+    def _next_value(self, next_obs: torch.Tensor, next_dist_inputs: torch.Tensor,
+                    sampled_action: torch.Tensor, entropy_term: torch.Tensor) -> torch.Tensor:
+        """The TD target's value of ``s'``: ``min_i Q_target_i(s', a')`` at the policy's mean
+        action, or with ``soft_q_backup`` at a sampled one, less the entropy term."""
+        module = self.module
+        if self.config.soft_q_backup:
+            return torch.minimum(*module.q_values(next_obs, sampled_action, target=True)
+                                 ) - entropy_term
+        mean_action = module.get_train_action_dist_cls().from_logits(
+            next_dist_inputs).deterministic_sample()
+        return torch.minimum(*module.q_values(next_obs, mean_action, target=True))
 
     def _candidate_actions(self, policy_actions: torch.Tensor, policy_logp: torch.Tensor,
                            next_actions: torch.Tensor, next_logp: torch.Tensor
