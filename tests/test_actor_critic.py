@@ -22,11 +22,16 @@ from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
 from offline_rl.errors import ConfigError
-from offline_rl.models.actor_critic_module import ActorCriticTorchRLModule
+from offline_rl.models.actor_critic_module import (
+    ActorCriticTorchRLModule,
+    SquashedActorCriticTorchRLModule,
+)
+from offline_rl.models.model_config import DefaultModelConfig
 
 pytestmark = pytest.mark.timeout(240)
 
 BOX = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+PENDULUM_ACTIONS = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
 ADAM_BETA1 = 0.9  # torch's default: the first moment after one step is 0.1 * gradient
 
 
@@ -98,6 +103,23 @@ def test_a_learner_without_a_loss_says_what_to_implement():
     with pytest.raises(ConfigError, match="Learner defines no loss: implement "
                                           "compute_loss_for_module .* or compute_losses"):
         Learner(config.learner_config(spec)).update(small_batch())
+
+
+def test_a_bounded_mean_stays_inside_the_action_bounds_and_the_free_log_std_is_clipped():
+    config = DefaultModelConfig(fcnet_hiddens=[8], free_log_std=True, bound_mean=True,
+                                log_std_clip_param=5.0)
+    module = ActorCriticTorchRLModule(BOX, PENDULUM_ACTIONS, config)
+    with torch.no_grad():
+        module.pi[-1].bias.fill_(100.0)
+        module.log_std.fill_(-50.0)
+    inputs = module.forward_inference({"obs": torch.zeros(2, 3)})["action_dist_inputs"]
+    torch.testing.assert_close(inputs, torch.tensor([[2.0, -5.0], [2.0, -5.0]]))
+
+
+def test_the_squashed_policy_refuses_a_bounded_mean():
+    with pytest.raises(ConfigError, match="bound_mean=True squashes a Gaussian's mean"):
+        SquashedActorCriticTorchRLModule(BOX, PENDULUM_ACTIONS,
+                                         DefaultModelConfig(bound_mean=True))
 
 
 def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from offline_rl.errors import ConfigError
 from offline_rl.models.distributions import TorchSquashedGaussian
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.target_networks import polyak
@@ -134,6 +135,9 @@ class SquashedActorCriticTorchRLModule(ActorCriticTorchRLModule):
         if not isinstance(action_space, gym.spaces.Box):
             raise ValueError(f"SquashedActorCriticTorchRLModule needs Box actions, got "
                              f"{action_space}")
+        if model_config.bound_mean:
+            raise ConfigError("model_config bound_mean=True squashes a Gaussian's mean; this "
+                             "policy squashes its samples into the bounds already")
         super().__init__(observation_space, action_space, model_config)
         self._dist_cls = TorchSquashedGaussian.bounded(action_space.low, action_space.high)
 

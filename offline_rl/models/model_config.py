@@ -27,6 +27,8 @@ class DefaultModelConfig:
     head_fcnet_activation: str = "relu"
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
+    #: ``Box`` actions: squash the Gaussian's mean into the action bounds with ``tanh``.
+    bound_mean: bool = False
     vf_share_layers: bool = True
     #: Standardize observations with the dataset's per-feature mean and std (``Box`` only).
     normalize_observations: bool = False

@@ -98,13 +98,16 @@ class DefaultTorchRLModule(nn.Module):
 
     def _dist_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         outputs = self.pi(self.encoder(self._encode_obs(batch[Columns.OBS])))
-        if self.log_std is not None:
-            return torch.cat([outputs, self.log_std.expand_as(outputs)], dim=-1)
-        if issubclass(self._dist_cls, TorchDiagGaussian):
-            loc, log_std = outputs.chunk(2, dim=-1)
-            clip = self.model_config.log_std_clip_param
-            return torch.cat([loc, log_std.clamp(-clip, clip)], dim=-1)
-        return outputs
+        if not issubclass(self._dist_cls, TorchDiagGaussian):
+            return outputs
+        loc, log_std = ((outputs, self.log_std.expand_as(outputs)) if self.log_std is not None
+                        else outputs.chunk(2, dim=-1))
+        if self.model_config.bound_mean:
+            low, high = (torch.as_tensor(bound, device=loc.device)
+                         for bound in (self.action_space.low, self.action_space.high))
+            loc = (high + low) / 2 + (high - low) / 2 * torch.tanh(loc)
+        clip = self.model_config.log_std_clip_param
+        return torch.cat([loc, log_std.clamp(-clip, clip)], dim=-1)
 
     def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Outputs for the loss."""
