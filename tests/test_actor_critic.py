@@ -105,15 +105,24 @@ def test_a_learner_without_a_loss_says_what_to_implement():
         Learner(config.learner_config(spec)).update(small_batch())
 
 
-def test_a_bounded_mean_stays_inside_the_action_bounds_and_the_free_log_std_is_clipped():
-    config = DefaultModelConfig(fcnet_hiddens=[8], free_log_std=True, bound_mean=True,
-                                log_std_clip_param=5.0)
+@pytest.mark.parametrize(("bounds", "log_std", "clipped"), [
+    ({"log_std_clip_param": 5.0}, -50.0, -5.0),
+    ({"log_std_bounds": [-5.0, 2.0]}, 50.0, 2.0)], ids=["symmetric", "bounds"])
+def test_a_bounded_mean_stays_inside_the_action_bounds_and_the_free_log_std_is_clipped(
+        bounds, log_std, clipped):
+    config = DefaultModelConfig(fcnet_hiddens=[8], free_log_std=True, bound_mean=True, **bounds)
     module = ActorCriticTorchRLModule(BOX, PENDULUM_ACTIONS, config)
     with torch.no_grad():
         module.pi[-1].bias.fill_(100.0)
-        module.log_std.fill_(-50.0)
+        module.log_std.fill_(log_std)
     inputs = module.forward_inference({"obs": torch.zeros(2, 3)})["action_dist_inputs"]
-    torch.testing.assert_close(inputs, torch.tensor([[2.0, -5.0], [2.0, -5.0]]))
+    torch.testing.assert_close(inputs, torch.tensor([[2.0, clipped], [2.0, clipped]]))
+
+
+def test_log_std_bounds_must_be_low_then_high():
+    with pytest.raises(ConfigError, match=r"log_std_bounds=\[2\.0, -5\.0\]: give \[low, high\] "
+                                          r"with low < high"):
+        DefaultModelConfig.from_dict({"log_std_bounds": [2.0, -5.0]})
 
 
 def test_the_squashed_policy_refuses_a_bounded_mean():
@@ -211,21 +220,33 @@ def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_s
         assert learner.num_updates == 250 * len(returns)  # what delayed updates are timed by
 
 
-def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning():
-    config, spec = box_spec(TD3BCConfig)
-    config.training(policy_delay=1, alpha=2.5)
+def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning_in_half_widths():
+    config = (TD3BCConfig().training(policy_delay=1, alpha=2.5)
+              .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
+    spec = config.get_rl_module_spec(BOX, PENDULUM_ACTIONS)
     learner = config.get_default_learner_class()(config.learner_config(spec))
     batch = small_batch()
+    batch["actions"] *= 2.0  # logged actions across Pendulum's [-2, 2]
     obs, actions = torch.as_tensor(batch["obs"]), torch.as_tensor(batch["actions"])
     with torch.no_grad():
-        policy_actions = learner.module.mean_actions(obs).clamp(-1.0, 1.0)
+        raw_mean = learner.module.pi(learner.module.encoder(obs))[:, :1]
+        policy_actions = 2.0 * torch.tanh(raw_mean)  # bound_mean: tanh into [-2, 2]
+        torch.testing.assert_close(learner.module.mean_actions(obs), policy_actions)
         q_value = learner.module.qf(torch.cat([obs, policy_actions], dim=-1)).squeeze(-1)
-        expected = (-2.5 * q_value.mean() / q_value.abs().mean()
-                    + (policy_actions - actions).pow(2).mean())
+        bc_loss = ((policy_actions - actions) / 2.0).pow(2).mean()
+        expected = -2.5 * q_value.mean() / q_value.abs().mean() + bc_loss
     metrics = learner.update(batch)
     assert metrics["policy_loss"] == pytest.approx(expected.item(), rel=1e-5)
-    assert metrics["bc_loss"] == pytest.approx((policy_actions - actions).pow(2).mean().item(),
-                                               rel=1e-5)
+    assert metrics["bc_loss"] == pytest.approx(bc_loss.item(), rel=1e-5)
+
+
+def test_model_config_keys_given_later_keep_the_algorithms_other_defaults():
+    config = TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [16]})
+    assert config.model_config == {"fcnet_hiddens": [16], "fcnet_activation": "relu",
+                                   "bound_mean": True}
+    config.rl_module(model_config={"bound_mean": False})
+    assert config.model_config["bound_mean"] is False
+    assert config.model_config["fcnet_hiddens"] == [16]
 
 
 def test_td3bc_refuses_discrete_actions_naming_the_alternatives():

@@ -292,9 +292,18 @@ class AlgorithmConfig:
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,
                   rl_module_spec: RLModuleSpec | None = NotProvided) -> AlgorithmConfig:
         """The policy network: ``model_config`` keys (``fcnet_hiddens``, ``fcnet_activation``,
-        ...) for the default module, or a full ``RLModuleSpec``."""
+        ...) for the default module, or a full ``RLModuleSpec``. The keys given replace
+        those set before; the others, such as an algorithm's defaults, stay.
+
+        Example:
+            >>> from offline_rl import TD3BCConfig
+            >>> TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [64]}).model_config
+            {'fcnet_hiddens': [64], 'fcnet_activation': 'relu', 'bound_mean': True}
+        """
         if isinstance(model_config, DefaultModelConfig):
             model_config = model_config.to_dict()
+        if model_config is not NotProvided:
+            model_config = {**self.model_config, **model_config}
         return self._set(locals())
 
     def debugging(self, *, seed: int | None = NotProvided) -> AlgorithmConfig:

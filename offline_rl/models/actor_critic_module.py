@@ -101,16 +101,18 @@ class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
         self.pi_target = copy.deepcopy(self.pi).requires_grad_(False)
 
     def mean_actions(self, obs: torch.Tensor, *, target: bool = False) -> torch.Tensor:
-        """The policy's (or its target's) mean action in ``obs``, not clipped."""
+        """The policy's (or its target's) mean action in ``obs``, the one it acts with:
+        inside the action bounds where ``model_config.bound_mean`` squashes it, else not
+        clipped."""
         encoder, pi = (self.encoder_target, self.pi_target) if target else (self.encoder,
                                                                              self.pi)
         outputs = pi(encoder(self._encode_obs(obs)))
-        return outputs if self.log_std is not None else outputs.chunk(2, dim=-1)[0]
+        return self._bound_mean(outputs if self.log_std is not None
+                                else outputs.chunk(2, dim=-1)[0])
 
     def update_policy_target(self, tau: float) -> None:
         """Moves the target policy ``tau`` of the way to the policy (Polyak averaging)."""
         polyak((self.encoder_target, self.encoder), (self.pi_target, self.pi), tau=tau)
-
 
 
 class SquashedActorCriticTorchRLModule(ActorCriticTorchRLModule):

@@ -27,6 +27,8 @@ class DefaultModelConfig:
     head_fcnet_activation: str = "relu"
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
+    #: ``[low, high]`` to clip the log std into, in place of ``±log_std_clip_param``.
+    log_std_bounds: list[float] | None = None
     #: ``Box`` actions: squash the Gaussian's mean into the action bounds with ``tanh``.
     bound_mean: bool = False
     vf_share_layers: bool = True
@@ -53,7 +55,17 @@ class DefaultModelConfig:
         if any(given) and not (all(given) and config.normalize_observations):
             raise ConfigError("model_config observation_mean and observation_std go together, "
                               "with normalize_observations=True")
+        bounds = config.log_std_bounds
+        if bounds is not None and not (len(bounds) == 2 and bounds[0] < bounds[1]):
+            raise ConfigError(f"model_config log_std_bounds={bounds!r}: give [low, high] with "
+                              "low < high, e.g. [-5.0, 2.0]")
         return config
+
+    def log_std_range(self) -> tuple[float, float]:
+        """The ``(low, high)`` the log std is clipped into."""
+        if self.log_std_bounds is not None:
+            return tuple(self.log_std_bounds)
+        return -self.log_std_clip_param, self.log_std_clip_param
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a plain dict."""

@@ -102,12 +102,17 @@ class DefaultTorchRLModule(nn.Module):
             return outputs
         loc, log_std = ((outputs, self.log_std.expand_as(outputs)) if self.log_std is not None
                         else outputs.chunk(2, dim=-1))
-        if self.model_config.bound_mean:
-            low, high = (torch.as_tensor(bound, device=loc.device)
-                         for bound in (self.action_space.low, self.action_space.high))
-            loc = (high + low) / 2 + (high - low) / 2 * torch.tanh(loc)
-        clip = self.model_config.log_std_clip_param
-        return torch.cat([loc, log_std.clamp(-clip, clip)], dim=-1)
+        return torch.cat([self._bound_mean(loc),
+                          log_std.clamp(*self.model_config.log_std_range())], dim=-1)
+
+    def _bound_mean(self, loc: torch.Tensor) -> torch.Tensor:
+        """``loc`` squashed into the ``Box`` action bounds with ``tanh`` where
+        ``model_config.bound_mean`` asks for it; else ``loc`` as it is."""
+        if not self.model_config.bound_mean:
+            return loc
+        low, high = (torch.as_tensor(bound, device=loc.device)
+                     for bound in (self.action_space.low, self.action_space.high))
+        return (high + low) / 2 + (high - low) / 2 * torch.tanh(loc)
 
     def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Outputs for the loss."""

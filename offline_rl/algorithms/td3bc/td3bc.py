@@ -52,7 +52,8 @@ class TD3BCConfig(AlgorithmConfig):
     def __init__(self) -> None:
         super().__init__()
         self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
+        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
+                             "bound_mean": True}
 
     def training(self, *, actor_lr: LearningRate = NotProvided,
                  critic_lr: LearningRate = NotProvided,
@@ -79,11 +80,10 @@ class TD3BCConfig(AlgorithmConfig):
 
     def problems(self) -> list[tuple[str, str]]:
         """The base checks plus TD3+BC's ranges."""
-        wanted = {                  "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
+        wanted = {"tau": ("in (0, 1]", lambda value: 0 < value <= 1),
                   "policy_noise": (">= 0", lambda value: value >= 0),
                   "noise_clip": (">= 0", lambda value: value >= 0),
-                  **{field: ("> 0", lambda value: value > 0)
-                     for field in ("alpha",)}}
+                  "alpha": ("> 0", lambda value: value > 0)}
         problems = (super().problems() + td_problems(self) + number_problems(self, wanted)
                     + learning_rate_problems(self, ["actor_lr", "critic_lr"]))
         if isinstance(self.policy_delay, bool) or not (isinstance(self.policy_delay, int)

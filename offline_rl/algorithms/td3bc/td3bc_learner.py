@@ -18,8 +18,11 @@ class TD3BCTorchLearner(Learner):
     - ``critic``: ``(Q_i(s, a) - (r + gamma * (1 - terminated) * min_i Q_target_i(s', a')))**2``
       for both Q, where ``a'`` is the target policy's action plus clipped Gaussian noise;
     - ``policy``, every ``policy_delay`` steps:
-      ``-alpha * Q(s, pi(s)) / mean|Q| + (pi(s) - a)**2``, with ``pi(s)`` clipped to the
-      action space; the targets (Q and policy) then move ``tau`` towards their networks.
+      ``-alpha * Q(s, pi(s)) / mean|Q| + ((pi(s) - a) / h)**2``, with ``pi(s)`` inside the
+      action bounds (``tanh``-squashed by ``model_config`` ``bound_mean``, else clipped) and
+      the behavior-cloning term measured in half-widths ``h`` of the action range, as on
+      the paper's ``[-1, 1]`` actions; the targets (Q and policy) then move ``tau`` towards
+      their networks.
 
     The delayed updates are timed by ``num_updates``, which a restored algorithm keeps.
 
@@ -79,7 +82,7 @@ class TD3BCTorchLearner(Learner):
             policy_actions = self._clip(module.mean_actions(obs))
             q_policy, _ = module.q_values(obs, policy_actions)
             weight = config.alpha / q_policy.abs().mean().detach()
-            bc_loss = torch.nn.functional.mse_loss(policy_actions, actions)
+            bc_loss = ((policy_actions - actions) / half_range).pow(2).mean()
             losses["policy"] = -weight * q_policy.mean() + bc_loss
             stats.update(policy_loss=losses["policy"], bc_loss=bc_loss)
         return losses, stats
