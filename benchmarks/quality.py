@@ -190,7 +190,7 @@ def main() -> None:
                 returns = [result["return"] for result in results]
                 row = {"task": task, "algorithm": name, "library": library,
                        "return_mean": statistics.mean(returns),
-                       "return_std": statistics.pstdev(returns),
+                       "return_std": statistics.pstdev(returns), "returns": returns,
                        "normalized": 100 * (statistics.mean(returns) - random_return)
                        / (expert_return - random_return),
                        "ms_per_update_median": statistics.median(

@@ -50,10 +50,11 @@ class IQLConfig(AlgorithmConfig):
         self.train_batch_size_per_learner = 256
         # A state-independent log std: a state-dependent one collapses under the advantage
         # weights (Pendulum mixed, 10k updates: about -800 against about -200 with it). As in
-        # d3rlpy, the mean is squashed into the action bounds and the log std clipped (figures
-        # in benchmarks/RESULTS.md).
+        # d3rlpy, the mean is squashed into the action bounds and the log std clipped into
+        # [-5, 2] (figures in benchmarks/RESULTS.md).
         self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
-                             "free_log_std": True, "bound_mean": True, "log_std_clip_param": 5.0}
+                             "free_log_std": True, "bound_mean": True,
+                             "log_std_bounds": [-5.0, 2.0]}
 
     def training(self, *, actor_lr: LearningRate = NotProvided,
                  critic_lr: LearningRate = NotProvided,
