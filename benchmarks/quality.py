@@ -58,7 +58,7 @@ dataset = d3rlpy.dataset.MDPDataset(
     observations=column("obs").astype(np.float32),
     actions=column("actions") if discrete else column("actions").astype(np.float32),
     rewards=column("rewards").astype(np.float32), terminals=column("terminateds"),
-    timeouts=column("truncateds"))
+    timeouts=column("truncateds") & ~column("terminateds"))  # d3rlpy: a step is one or the other
 d3rlpy.seed(seed)
 kwargs = {"batch_size": batch}
 if not discrete:
@@ -147,11 +147,14 @@ def theirs(name: str, counterpart: str, data: Path, env_id: str, args: argparse.
     """Trains and evaluates d3rlpy's ``counterpart`` of our ``name`` in ``--d3rlpy-python``;
     returns the figures."""
     started = time.perf_counter()
-    out = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
-                          counterpart, str(budget(name, args)), str(args.batch), str(seed),
-                          str(args.episodes)],
-                         capture_output=True, text=True, check=True).stdout
-    return {**json.loads(out.strip().splitlines()[-1]), "wall_s": time.perf_counter() - started}
+    child = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
+                            counterpart, str(budget(name, args)), str(args.batch), str(seed),
+                            str(args.episodes)], capture_output=True, text=True)
+    if child.returncode != 0:
+        raise RuntimeError(f"d3rlpy's {counterpart} on {data} (seed {seed}) failed; its "
+                           f"error:\n{child.stderr[-2000:]}")
+    return {**json.loads(child.stdout.strip().splitlines()[-1]),
+            "wall_s": time.perf_counter() - started}
 
 
 def main() -> None:

@@ -209,7 +209,9 @@ def test_iql_learns_cartpole_from_mixed_data_and_checkpoints_every_network(ray_s
         checkpoint = algo.save_to_path(tmp_path / "checkpoint")
         greedy = algo.module.compute_actions(np.zeros((1, 4), np.float32))
     assert returns[-1] >= 450, returns
-    assert type(read_config(checkpoint)) is IQLConfig
+    saved = read_config(checkpoint)
+    assert type(saved) is IQLConfig
+    assert saved.model_config == {**DefaultModelConfig().to_dict(), **config.model_config}
     module = load_module(checkpoint)
     assert isinstance(module, ActorCriticTorchRLModule)
     np.testing.assert_array_equal(module.compute_actions(np.zeros((1, 4), np.float32)), greedy)

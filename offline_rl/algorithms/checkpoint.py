@@ -22,6 +22,7 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.errors import CheckpointWriteError, ConfigError, DataNotFoundError
+from offline_rl.models.model_config import DefaultModelConfig
 
 CONFIG_FILE = "config.yaml"
 LEARNER_STATE_FILE = "learner_state.pt"
@@ -64,8 +65,11 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
 
 
 def _write_config(config: AlgorithmConfig, file: Path) -> None:
-    """``config`` as YAML, credentials left out (and listed in a comment at the top)."""
+    """``config`` as YAML, credentials left out (and listed in a comment at the top), with
+    every ``model_config`` key written out, so that a later version's defaults cannot change
+    the module the checkpoint restores."""
     config = config.copy()
+    config.model_config = DefaultModelConfig.from_dict(config.model_config).to_dict()
     left_out = []
     for field, options, replace in _filesystem_options(config):
         for name in options:
