@@ -60,6 +60,11 @@ class DefaultTorchRLModule(nn.Module):
         elif isinstance(action_space, gym.spaces.Box):
             self._dist_cls = TorchDiagGaussian
             outputs = TorchDiagGaussian.required_input_dim(int(np.prod(action_space.shape)))
+            # The bounds as tensors on the module's device, for the losses that need them.
+            for name, bound in (("action_low", action_space.low),
+                                ("action_high", action_space.high)):
+                self.register_buffer(name, torch.as_tensor(bound, dtype=torch.float32),
+                                     persistent=False)
         else:
             raise ValueError(f"DefaultTorchRLModule supports Discrete or Box actions, got "
                              f"{action_space}")
@@ -110,8 +115,7 @@ class DefaultTorchRLModule(nn.Module):
         ``model_config.bound_mean`` asks for it; else ``loc`` as it is."""
         if not self.model_config.bound_mean:
             return loc
-        low, high = (torch.as_tensor(bound, device=loc.device)
-                     for bound in (self.action_space.low, self.action_space.high))
+        low, high = self.action_low, self.action_high
         return (high + low) / 2 + (high - low) / 2 * torch.tanh(loc)
 
     def forward_train(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

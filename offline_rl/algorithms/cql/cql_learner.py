@@ -64,8 +64,7 @@ class CQLTorchLearner(Learner):
         self.log_lagrange = torch.nn.Parameter(torch.zeros((), device=self.device))
         self.target_entropy = (-float(np.prod(module.action_space.shape))
                                if config.target_entropy is None else config.target_entropy)
-        low = torch.as_tensor(module.action_space.low, device=self.device)
-        high = torch.as_tensor(module.action_space.high, device=self.device)
+        low, high = module.action_low, module.action_high
         self._uniform = torch.distributions.Uniform(low, high)
         self._uniform_logp = -torch.log(high - low).sum()
         optimizers = {"policy": OptimizerSpec(module.policy_parameters(), config.actor_lr),

@@ -8,8 +8,6 @@ import torch
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
-from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.models.rl_module_spec import RLModuleSpec
 
 
 class TD3BCTorchLearner(Learner):
@@ -41,12 +39,6 @@ class TD3BCTorchLearner(Learner):
         [['critic_loss', 'total_loss'], ['bc_loss', 'critic_loss', 'policy_loss', 'total_loss']]
     """
 
-    def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None) -> None:
-        super().__init__(config, module_spec)
-        space = self.module.action_space
-        self._low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
-        self._high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
-
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """``policy`` and ``critic`` (both Q-networks), each with its own ``lr``."""
         module, config = self.module, self.config
@@ -58,14 +50,15 @@ class TD3BCTorchLearner(Learner):
         return (self.num_updates + 1) % self.config.policy_delay == 0
 
     def _clip(self, actions: torch.Tensor) -> torch.Tensor:
-        return torch.maximum(torch.minimum(actions, self._high), self._low)
+        return torch.maximum(torch.minimum(actions, self.module.action_high),
+                             self.module.action_low)
 
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The critic's loss, and the policy's on its steps (see the class)."""
         module, config = self.module, self.config
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS].float()
-        half_range = (self._high - self._low) / 2
+        half_range = (module.action_high - module.action_low) / 2
         with torch.no_grad():
             next_obs = batch[Columns.NEXT_OBS]
             noise = (torch.randn_like(actions) * config.policy_noise * half_range).clamp(
