@@ -4,6 +4,8 @@ hand-checkable batches, two learners in lockstep, checkpoints, learning."""
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -51,6 +53,13 @@ class CoupledLearner(Learner):
         return losses, {}
 
 
+class CriticFirstLearner(CoupledLearner):
+    """The critic steps first; the policy's loss then goes through the stepped critic."""
+
+    def update_stages(self) -> list[tuple[str, ...]]:
+        return [("critic",), ("policy",)]
+
+
 def small_batch(rows: int = 8) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     return {"obs": rng.uniform(-1, 1, (rows, 3)).astype(np.float32),
@@ -83,6 +92,56 @@ def test_each_optimizer_steps_on_the_gradient_of_its_own_loss_only():
         # The policy loss's gradient reached qf too, but left no trace in the critic's step.
         torch.testing.assert_close(critic.state[parameter]["exp_avg"], (1 - ADAM_BETA1) * grad)
     assert any(grad is None for grad in expected) and not all(grad is None for grad in expected)
+
+
+def policy_loss_and_gradient(config, spec, module, tensors):
+    """CoupledLearner's policy loss for ``module``'s networks, and its gradient."""
+    probe = CoupledLearner(config.learner_config(spec))
+    probe.module = module
+    losses, _ = probe.compute_losses(batch=tensors, fwd_out=module.forward_train(tensors))
+    return losses["policy"].item(), torch.autograd.grad(
+        losses["policy"], module.policy_parameters(), allow_unused=True)
+
+
+def test_a_later_stage_steps_on_losses_computed_after_the_earlier_stages_step():
+    config, spec = box_spec()
+    learner = CriticFirstLearner(config.learner_config(spec))
+    batch = small_batch()
+    tensors = {name: torch.as_tensor(value) for name, value in batch.items()}
+    initial = copy.deepcopy(learner.module)
+    with torch.no_grad():
+        first_pass, _ = learner.compute_losses(batch=tensors,
+                                               fwd_out=initial.forward_train(tensors))
+    _, before_critic_step = policy_loss_and_gradient(config, spec, initial, tensors)
+    metrics = learner.update(batch)
+    for own, stepped in zip(initial.critic_parameters(), learner.module.critic_parameters()):
+        own.data.copy_(stepped.data)
+    policy_loss, after_critic_step = policy_loss_and_gradient(config, spec, initial, tensors)
+    # total_loss sums the losses stepped on: the critic's first, the policy's after it.
+    assert metrics["total_loss"] == pytest.approx(first_pass["critic"].item() + policy_loss,
+                                                  rel=1e-6)
+    policy = learner.optimizers["policy"]
+    compared = 0
+    for parameter, after, before in zip(learner.module.policy_parameters(), after_critic_step,
+                                        before_critic_step):
+        if after is None:
+            continue
+        torch.testing.assert_close(policy.state[parameter]["exp_avg"], (1 - ADAM_BETA1) * after)
+        compared += not torch.allclose(after, before)
+    assert compared  # the critic's step changed the policy's gradient, and it was used
+
+
+def test_a_stage_without_its_loss_names_the_optimizer_and_the_fix():
+    class ForgetfulLearner(CoupledLearner):
+        def compute_losses(self, *, batch, fwd_out):
+            losses, stats = super().compute_losses(batch=batch, fwd_out=fwd_out)
+            return {"critic": losses["critic"]}, stats
+
+    config, spec = box_spec()
+    learner = ForgetfulLearner(config.learner_config(spec))
+    with pytest.raises(ConfigError, match=r"ForgetfulLearner.compute_losses gave no loss for "
+                                          r"the optimizers \['policy'\].*leave them out"):
+        learner.update(small_batch())
 
 
 def test_target_networks_move_tau_of_the_way_by_polyak_averaging():
@@ -234,12 +293,35 @@ def test_td3bc_policy_loss_is_the_normalized_q_term_plus_behavior_cloning_in_hal
         raw_mean = learner.module.pi(learner.module.encoder(obs))[:, :1]
         policy_actions = 2.0 * torch.tanh(raw_mean)  # bound_mean: tanh into [-2, 2]
         torch.testing.assert_close(learner.module.mean_actions(obs), policy_actions)
+    metrics = learner.update(batch)
+    with torch.no_grad():  # through the critic as it is after its step, which came first
         q_value = learner.module.qf(torch.cat([obs, policy_actions], dim=-1)).squeeze(-1)
         bc_loss = ((policy_actions - actions) / 2.0).pow(2).mean()
         expected = -2.5 * q_value.mean() / q_value.abs().mean() + bc_loss
-    metrics = learner.update(batch)
     assert metrics["policy_loss"] == pytest.approx(expected.item(), rel=1e-5)
     assert metrics["bc_loss"] == pytest.approx(bc_loss.item(), rel=1e-5)
+
+
+def test_td3bc_policy_stays_put_between_its_delayed_steps_when_gradients_are_all_reduced(
+        tmp_path):
+    """In a process group (as remote learners are) only the stepping networks' gradients are
+    all-reduced: the policy is not handed zeros between its steps, which Adam's momentum would
+    turn into a step."""
+    config = (TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [16]})
+              .debugging(seed=0))
+    learner = config.get_default_learner_class()(
+        config.learner_config(config.get_rl_module_spec(BOX, PENDULUM_ACTIONS)))
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}",
+                                         rank=0, world_size=1)
+    try:
+        learner.update(small_batch())  # the critic only
+        learner.update(small_batch())  # the critic, then the policy
+        after_policy_step = [p.clone() for p in learner.module.policy_parameters()]
+        learner.update(small_batch())  # the critic only
+    finally:
+        torch.distributed.destroy_process_group()
+    for before, now in zip(after_policy_step, learner.module.policy_parameters()):
+        assert torch.equal(before, now)
 
 
 def test_model_config_keys_given_later_keep_the_algorithms_other_defaults():

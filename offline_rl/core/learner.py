@@ -56,7 +56,8 @@ class Learner:
     several networks (actor, critics, value function) override ``configure_optimizers`` (one
     Adam per network, each with its own ``lr`` and clipping) and ``compute_losses`` (one loss
     per optimizer: each optimizer steps on the gradient of its own loss only, so an actor loss
-    computed through a critic leaves the critic's gradients alone), and update target
+    computed through a critic leaves the critic's gradients alone), order the steps in
+    ``update_stages`` where one network steps on another's new weights, and update target
     networks in ``after_gradient_based_update``. Batches arrive as flat dicts of numpy columns;
     ``NumpyToTensor`` moves them onto the learner's device.
 
@@ -85,6 +86,9 @@ class Learner:
                                                   lr=learning_rate_at(spec.lr, 0))
                            for name, spec in self.optimizer_specs.items()}
         self._to_tensor = NumpyToTensor(device=self.device)
+        #: The optimizers whose losses ``compute_losses`` is computing now (all of them, but
+        #: during a stage of ``update_stages``): it may skip the others' losses.
+        self.stepping: tuple[str, ...] = tuple(self.optimizers)
         #: Optimizer steps taken (a restored algorithm sets its saved count): losses with
         #: schedules (delayed policy updates, a behavior-cloning warm-up) read it.
         self.num_updates = 0
@@ -95,9 +99,9 @@ class Learner:
 
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        """Each optimizer's loss, by name (an optimizer may be left out of a step, as a
-        delayed policy update does), and named scalar tensors to report. By default the one
-        optimizer's loss is ``compute_loss_for_module``'s."""
+        """Each optimizer's loss, by name (at least those ``stepping`` now), and named scalar
+        tensors to report. By default the one optimizer's loss is
+        ``compute_loss_for_module``'s."""
         loss, stats = self.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, batch=batch,
                                                    fwd_out=fwd_out)
         return {DEFAULT_OPTIMIZER: loss}, stats
@@ -113,44 +117,74 @@ class Learner:
     def after_gradient_based_update(self) -> None:
         """Runs after every optimizer step (target-network updates go here)."""
 
+    def update_stages(self) -> list[tuple[str, ...]]:
+        """The optimizers in the order they step, in groups: each group steps on losses
+        computed after the previous groups' steps (so an actor's loss can go through a critic
+        that has just stepped, as TD3+BC's does). By default one group: every optimizer
+        steps on the same forward pass."""
+        return [tuple(self.optimizers)]
+
     def update(self, batch: dict[str, np.ndarray] | None) -> dict[str, float] | None:
         """One gradient step on ``batch``; returns the step's metrics as floats.
 
-        In a ``torch.distributed`` process group (remote learners) the gradients are averaged
-        over the learners that had a batch; a learner without one (``None``) still takes part,
-        so all take the same step. Returns ``None`` when no learner had a batch (no step)."""
+        Each of ``update_stages`` runs a forward pass and steps its optimizers on their losses;
+        ``total_loss`` sums the losses stepped on, and each other metric is reported as the
+        first stage that computed it. In a ``torch.distributed`` process group (remote
+        learners) the gradients are averaged over the learners that had a batch; a learner
+        without one (``None``) still takes part, so all take the same step. Returns ``None``
+        when no learner had a batch (no step)."""
         started = time.perf_counter()
-        for optimizer in self.optimizers.values():
-            optimizer.zero_grad(set_to_none=True)
+        tensors = None if batch is None else self._to_tensor(rl_module=self.module, batch=batch,
+                                                             episodes=[])
+        stepped: list[torch.Tensor] = []
         reported: dict[str, torch.Tensor] = {}
-        if batch is not None:
-            losses, stats = self._losses(batch)
-            self._backward(losses)
-            reported = {"total_loss": torch.stack(list(losses.values())).sum().detach(),
-                        **{k: v.detach() for k, v in stats.items()}}
-        if dist.is_initialized():
-            if not self._average_gradients(has_batch=batch is not None):
+        for stage in self.update_stages():
+            for name in stage:
+                self.optimizers[name].zero_grad(set_to_none=True)
+            if tensors is not None:
+                losses, stats = self._losses(tensors, stage)
+                losses = self._stage_losses(stage, losses)
+                self._backward(losses)
+                stepped.extend(loss.detach() for loss in losses.values())
+                for key, value in stats.items():
+                    reported.setdefault(key, value.detach())
+            if dist.is_initialized():
+                if not self._average_gradients(stage, has_batch=batch is not None):
+                    return None
+            elif batch is None:
                 return None
-        elif batch is None:
-            return None
-        reported.update(self._clip_gradients())
-        reported.update(self._schedule_learning_rates())
-        for optimizer in self.optimizers.values():
-            optimizer.step()
+            reported.update(self._clip_gradients(stage))
+            reported.update(self._schedule_learning_rates(stage))
+            for name in stage:
+                self.optimizers[name].step()
         self.after_gradient_based_update()
         self.num_updates += 1
         if batch is None:
             return {}
+        reported["total_loss"] = torch.stack(stepped).sum()
         values = torch.stack(list(reported.values())).tolist()
         metrics = dict(zip(reported, values))
         metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
         metrics["learner_update_timer"] = time.perf_counter() - started
         return metrics
 
-    def _losses(self, batch: dict[str, np.ndarray]
+    def _stage_losses(self, stage: tuple[str, ...], losses: dict[str, torch.Tensor]
+                      ) -> dict[str, torch.Tensor]:
+        missing = [name for name in stage if name not in losses]
+        if missing:
+            raise ConfigError(
+                f"{type(self).__name__}.compute_losses gave no loss for the optimizers "
+                f"{missing} that update_stages steps now: return their losses, or leave them "
+                "out of update_stages on this step")
+        return {name: losses[name] for name in stage}
+
+    def _losses(self, tensors: dict[str, torch.Tensor], stepping: tuple[str, ...]
                 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
-        return self.compute_losses(batch=tensors, fwd_out=self.module.forward_train(tensors))
+        self.stepping = stepping
+        try:
+            return self.compute_losses(batch=tensors, fwd_out=self.module.forward_train(tensors))
+        finally:
+            self.stepping = tuple(self.optimizers)
 
     def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
         """What ``update`` reports of its losses (``total_loss`` and the loss's stats), on
@@ -162,7 +196,8 @@ class Learner:
         try:
             with torch.no_grad():
                 for batch in batches:
-                    losses, stats = self._losses(batch)
+                    tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
+                    losses, stats = self._losses(tensors, tuple(self.optimizers))
                     count = len(batch[Columns.ACTIONS])
                     for key, value in {"total_loss": torch.stack(list(losses.values())).sum(),
                                        **stats}.items():
@@ -184,10 +219,11 @@ class Learner:
             for parameter, grad in zip(parameters, grads):
                 parameter.grad = grad
 
-    def _average_gradients(self, *, has_batch: bool) -> bool:
-        """All-reduces the gradients (one flat buffer) and the count of learners with a batch;
-        divides by that count. False when no learner had a batch."""
-        parameters = [p for spec in self.optimizer_specs.values() for p in spec.parameters
+    def _average_gradients(self, stage: tuple[str, ...], *, has_batch: bool) -> bool:
+        """All-reduces the gradients of the ``stage``'s optimizers (one flat buffer) and the
+        count of learners with a batch; divides by that count. False when no learner had a
+        batch."""
+        parameters = [p for name in stage for p in self.optimizer_specs[name].parameters
                       if p.requires_grad]
         grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in parameters]
         flat = torch.cat([g.reshape(-1) for g in grads]
@@ -203,14 +239,15 @@ class Learner:
             offset += grad.numel()
         return True
 
-    def _schedule_learning_rates(self) -> dict[str, torch.Tensor]:
-        """Sets each scheduled optimizer's learning rate for this step (the timestep is the
-        rows trained on before it, over all learners); returns them as
+    def _schedule_learning_rates(self, stage: tuple[str, ...]) -> dict[str, torch.Tensor]:
+        """Sets the learning rate of each scheduled optimizer of the ``stage`` for this step
+        (the timestep is the rows trained on before it, over all learners); returns them as
         ``<optimizer>_learning_rate``."""
         timestep = (self.num_updates * self.config.train_batch_size_per_learner
                     * max(self.config.num_learners, 1))
         rates = {}
-        for name, spec in self.optimizer_specs.items():
+        for name in stage:
+            spec = self.optimizer_specs[name]
             if is_schedule(spec.lr):
                 rate = learning_rate_at(spec.lr, timestep)
                 for group in self.optimizers[name].param_groups:
@@ -218,11 +255,13 @@ class Learner:
                 rates[f"{name}_learning_rate"] = torch.tensor(rate, device=self.device)
         return rates
 
-    def _clip_gradients(self) -> dict[str, torch.Tensor]:
-        """Clips each optimizer's gradients (``grad_clip_by``); returns their norms before
-        clipping, as ``gradients_global_norm`` (one optimizer) or ``<name>_gradients_...``."""
+    def _clip_gradients(self, stage: tuple[str, ...]) -> dict[str, torch.Tensor]:
+        """Clips the gradients of each optimizer of the ``stage`` (``grad_clip_by``); returns
+        their norms before clipping, as ``gradients_global_norm`` (one optimizer) or
+        ``<name>_gradients_...``."""
         norms = {}
-        for name, spec in self.optimizer_specs.items():
+        for name in stage:
+            spec = self.optimizer_specs[name]
             clip = self.config.grad_clip if spec.grad_clip is None else spec.grad_clip
             if clip is None:
                 continue

@@ -15,7 +15,7 @@ class TD3BCTorchLearner(Learner):
 
     - ``critic``: ``(Q_i(s, a) - (r + gamma * (1 - terminated) * min_i Q_target_i(s', a')))**2``
       for both Q, where ``a'`` is the target policy's action plus clipped Gaussian noise;
-    - ``policy``, every ``policy_delay`` steps:
+    - ``policy``, every ``policy_delay`` steps, after the critic's step and through it:
       ``-alpha * Q(s, pi(s)) / mean|Q| + ((pi(s) - a) / h)**2``, with ``pi(s)`` inside the
       action bounds (``tanh``-squashed by ``model_config`` ``bound_mean``, else clipped) and
       the behavior-cloning term measured in half-widths ``h`` of the action range, as on
@@ -53,25 +53,31 @@ class TD3BCTorchLearner(Learner):
         return torch.maximum(torch.minimum(actions, self.module.action_high),
                              self.module.action_low)
 
+    def update_stages(self) -> list[tuple[str, ...]]:
+        """The critic steps, then on the policy's steps the policy, through the stepped
+        critic (as the paper's update does)."""
+        return [("critic",), ("policy",)] if self._updates_policy() else [("critic",)]
+
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        """The critic's loss, and the policy's on its steps (see the class)."""
+        """The losses of the networks ``stepping`` now (see the class)."""
         module, config = self.module, self.config
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS].float()
         half_range = (module.action_high - module.action_low) / 2
-        with torch.no_grad():
-            next_obs = batch[Columns.NEXT_OBS]
-            noise = (torch.randn_like(actions) * config.policy_noise * half_range).clamp(
-                -config.noise_clip * half_range, config.noise_clip * half_range)
-            next_actions = self._clip(module.mean_actions(next_obs, target=True) + noise)
-            next_q = torch.minimum(*module.q_values(next_obs, next_actions, target=True))
-            target = td_target(batch, next_q, config.gamma)
-        q_value, q_twin_value = module.q_values(obs, actions)
-        critic_loss = (torch.nn.functional.mse_loss(q_value, target)
-                       + torch.nn.functional.mse_loss(q_twin_value, target))
-        losses = {"critic": critic_loss}
-        stats = {"critic_loss": critic_loss, "mean_q": q_value.mean()}
-        if self._updates_policy():
+        losses, stats = {}, {}
+        if "critic" in self.stepping:
+            with torch.no_grad():
+                next_obs = batch[Columns.NEXT_OBS]
+                noise = (torch.randn_like(actions) * config.policy_noise * half_range).clamp(
+                    -config.noise_clip * half_range, config.noise_clip * half_range)
+                next_actions = self._clip(module.mean_actions(next_obs, target=True) + noise)
+                next_q = torch.minimum(*module.q_values(next_obs, next_actions, target=True))
+                target = td_target(batch, next_q, config.gamma)
+            q_value, q_twin_value = module.q_values(obs, actions)
+            losses["critic"] = (torch.nn.functional.mse_loss(q_value, target)
+                                + torch.nn.functional.mse_loss(q_twin_value, target))
+            stats.update(critic_loss=losses["critic"], mean_q=q_value.mean())
+        if "policy" in self.stepping:
             policy_actions = self._clip(module.mean_actions(obs))
             q_policy, _ = module.q_values(obs, policy_actions)
             weight = config.alpha / q_policy.abs().mean().detach()
