@@ -149,10 +149,14 @@ def test_training_continues_when_a_prelearner_actor_dies(indexed_data, log):
     assert "MapBatches(DiesOnce)" in results[-1]["data"]["operators"]
 
 
-def test_prelearners_get_fresh_module_weights(indexed_data, ray_session):
+@pytest.mark.parametrize("raw_in_memory", [False, True], ids=["epoch-by-epoch", "repeated-epochs"])
+def test_prelearners_get_fresh_module_weights(indexed_data, ray_session, raw_in_memory):
+    # With the raw input in memory one execution maps many epochs (8 parts each here): it
+    # must not map them all ahead with the first weights.
     config = indexed_config(indexed_data).training(
         learner_connector="tests.learners:add_module_logits").offline_data(
-        materialize_mapped_data=False, prelearner_module_synch_period=1)
+        materialize_mapped_data=False, prelearner_module_synch_period=1,
+        materialize_data=raw_in_memory, input_read_batch_size=ROWS // 8)
     with config.build() as algo:
         for _ in range(7):
             steps_before = algo.num_updates_lifetime

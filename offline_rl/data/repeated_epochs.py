@@ -24,10 +24,14 @@ from offline_rl.data.prelearner import map_in_process
 
 #: PreLearner calls planned per execution; the execution starts again after them (one stall).
 PARTS_PER_EXECUTION = 1024
-#: PreLearner calls per Ray task (a task's start costs more than a call on small data).
+#: PreLearner calls per Ray task (a task's start costs more than a call on small data), but
+#: for PreLearners that need the module: one call each, as a task runs ahead of the learners
+#: for all its calls (with 32, Pendulum's 5 parts were mapped 16 epochs ahead, with weights
+#: some 2,500 updates old).
 CALLS_PER_TASK = 32
-#: The object store the execution may fill ahead of the learners, in parts of the raw input
-#: (at least ``MIN_AHEAD_BYTES``): PreLearners that need the module map with recent weights.
+#: The object store the execution may fill ahead of the learners, in parts of the raw input,
+#: at least ``MIN_AHEAD_BYTES`` unless the PreLearners need the module (which then map with
+#: weights at most about this many parts old).
 PARTS_AHEAD = 8
 MIN_AHEAD_BYTES = 48 * 2**20
 
@@ -95,11 +99,15 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
     """The dataset of ``PARTS_PER_EXECUTION // len(parts)`` epochs (at least one) from
     ``first_epoch`` on, mapped by one pool of ``EpochsPreLearner`` actors
     (``map_batches_kwargs``), ``CALLS_PER_TASK`` calls per task, in order, at most
-    ``PARTS_AHEAD`` parts of ``part_bytes`` ahead of its consumer."""
+    ``PARTS_AHEAD`` parts of ``part_bytes`` ahead of its consumer (see both constants for
+    PreLearners that need the module: ``prelearner_kwargs`` with ``module_weights``)."""
     count = max(1, PARTS_PER_EXECUTION // len(parts)) * len(parts)
-    ahead = int(max(MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes))
-    with quiet_data_context(preserve_order=True, object_store_memory=ahead):
-        calls = ray.data.range(count, override_num_blocks=-(-count // CALLS_PER_TASK))
+    needs_module = prelearner_kwargs.get("module_weights") is not None
+    calls_per_task = 1 if needs_module else CALLS_PER_TASK
+    ahead = PARTS_AHEAD * part_bytes if needs_module else max(MIN_AHEAD_BYTES,
+                                                               PARTS_AHEAD * part_bytes)
+    with quiet_data_context(preserve_order=True, object_store_memory=int(ahead)):
+        calls = ray.data.range(count, override_num_blocks=-(-count // calls_per_task))
         return calls.map_batches(
             EpochsPreLearner, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
