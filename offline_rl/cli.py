@@ -119,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
         "make", parents=[common],
         help="record a reference dataset (env x tier)",
         description="Record a scripted behaviour policy in a gymnasium env, D4RL-style: tier "
-                    "'random', 'medium', 'expert' or 'mixed' (one of the three per episode). "
+                    "'random', 'medium', 'expert' or 'mixed' (one of the three per episode); a "
+                    "discrete 'medium' is the expert with a systematic flaw. "
                     "Writes Parquet in RLlib's layout with the behaviour policy's action_logp "
                     "and a dataset.json card. Deterministic given --seed.")
     make.add_argument("env", help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}")

@@ -14,8 +14,10 @@ from offline_rl.datasets.experts import (
     ACTION_SPACES,
     EXPECTED_RETURNS,
     EXPERTS,
+    FLAWS,
     TIERS,
     EpsilonGreedy,
+    Flaw,
     GaussianNoise,
     behaviour_policy,
     cartpole_expert,
@@ -143,12 +145,38 @@ def test_gaussian_logp_is_the_density_of_the_unclipped_sample(tier):
 def test_mixed_tier_mixes_per_episode():
     returns, steps, choices = rollout("CartPole-v1", "mixed", seed=0, episodes=30)
     assert set(choices) == {"random", "medium", "expert"}
-    lengths = np.array(returns, dtype=int)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    expected = {"random": [0.5, 0.5], "medium": [0.225, 0.775], "expert": [0.025, 0.975]}
-    for choice, start in zip(choices, starts):
-        *_, dist_inputs = steps[start]
-        np.testing.assert_allclose(np.sort(np.exp(dist_inputs)), expected[choice], rtol=1e-6)
+    starts = np.cumsum([0, *np.array(returns, dtype=int)])
+    for choice, start, end in zip(choices, starts, starts[1:]):
+        probs = np.exp(np.stack([d for *_, d in steps[start:end]]))
+        if choice == "random":
+            np.testing.assert_allclose(probs, 0.5, rtol=1e-6)
+            continue
+        np.testing.assert_allclose(probs.max(axis=1), 0.975, rtol=1e-6)
+        experts = np.array([cartpole_expert(obs) for obs, *_ in steps[start:end]])
+        assert (probs.argmax(axis=1) != experts).any() == (choice == "medium")
+
+
+@pytest.mark.parametrize("env_id", DISCRETE)
+def test_discrete_medium_tiers_make_their_flaw_the_most_likely_action(env_id):
+    _, steps, _ = rollout(env_id, "medium", seed=0, episodes=3)
+    flaw, expert = FLAWS[env_id], EXPERTS[env_id]
+    flawed = 0
+    for obs, _, _, dist_inputs in steps:
+        greedy = expert(obs)
+        applies = greedy == flaw.action and (flaw.where is None or flaw.where(obs))
+        flawed += applies
+        assert int(np.argmax(dist_inputs)) == (flaw.replacement if applies else greedy)
+    assert flawed > 10
+
+
+def test_a_flaw_moves_its_share_to_the_replacement_where_it_applies():
+    flaw = Flaw(action=2, replacement=0, probability=0.5, where=lambda obs: obs[0] > 0)
+    policy = EpsilonGreedy(lambda obs: 2, num_actions=3, epsilon=0.3, seed=0, flaw=flaw)
+    actions = [policy(np.ones(1)) for _ in range(6000)]
+    counts = np.bincount([a for a, _, _ in actions], minlength=3) / len(actions)
+    np.testing.assert_allclose(counts, [0.45, 0.1, 0.45], atol=0.02)
+    np.testing.assert_allclose(np.exp(actions[0][2]), [0.45, 0.1, 0.45], rtol=1e-6)
+    np.testing.assert_allclose(np.exp(policy(-np.ones(1))[2]), [0.1, 0.1, 0.8], rtol=1e-6)
 
 
 def test_mixed_tier_must_start_an_episode_first():
@@ -167,5 +195,7 @@ def test_unknown_env_or_tier_lists_the_available_ones():
 def test_invalid_noise_is_rejected():
     with pytest.raises(ConfigError, match="epsilon"):
         EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=1.5, seed=0)
+    with pytest.raises(ConfigError, match=r"a flaw's probability must be in \[0, 1\], got 2"):
+        EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=0.1, seed=0, flaw=Flaw(0, 1, 2))
     with pytest.raises(ConfigError, match="std"):
         GaussianNoise(None, std=0.0, low=-1.0, high=1.0, seed=0)

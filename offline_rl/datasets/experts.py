@@ -6,6 +6,10 @@ quality tiers (``TIERS``). Call ``policy.start_episode()`` at every env reset, t
 the exact log-probability the behaviour policy gave it, and the distribution's parameters as
 float32 (log-probabilities of all actions if discrete, ``[mean, log_std]`` if continuous).
 Policies are deterministic given the seed. ``EXPECTED_RETURNS`` holds the measured return bands.
+
+The discrete ``medium`` tiers are systematically suboptimal, as a D4RL ``medium`` policy is: the
+expert with a ``Flaw`` (``FLAWS``) that makes a wrong action the most likely one in some states,
+so that imitation copies the flaw and only the rewards tell which of the logged actions is better.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -83,11 +88,12 @@ ACTION_SPACES: dict[str, gym.spaces.Discrete | gym.spaces.Box] = {
 }
 
 #: Noise of the ``medium`` and ``expert`` tiers around the expert: the probability of a uniformly
-#: random action (discrete), or the Gaussian's standard deviation (continuous).
+#: random action (discrete; the ``medium`` tiers add their ``FLAWS``), or the Gaussian's standard
+#: deviation (continuous).
 NOISE: dict[str, dict[str, float]] = {
-    "CartPole-v1": {"medium": 0.45, "expert": 0.05},
-    "Acrobot-v1": {"medium": 0.75, "expert": 0.05},
-    "MountainCar-v0": {"medium": 0.3, "expert": 0.05},
+    "CartPole-v1": {"medium": 0.05, "expert": 0.05},
+    "Acrobot-v1": {"medium": 0.05, "expert": 0.05},
+    "MountainCar-v0": {"medium": 0.05, "expert": 0.05},
     "Pendulum-v1": {"medium": 3.0, "expert": 0.1},
 }
 
@@ -95,12 +101,12 @@ NOISE: dict[str, dict[str, float]] = {
 #: episodes (env reset seeds ``seed + episode``): the average over 30 seeds of 20-episode means,
 #: plus and minus 3.5 of their standard deviations (rounded outwards, clipped to what is possible).
 EXPECTED_RETURNS: dict[str, dict[str, tuple[float, float]]] = {
-    "CartPole-v1": {"random": (13, 30), "medium": (100, 450), "expert": (475, 500),
-                    "mixed": (90, 440)},
-    "Acrobot-v1": {"random": (-500, -490), "medium": (-315, -215), "expert": (-105, -70),
-                   "mixed": (-425, -145)},
-    "MountainCar-v0": {"random": (-200, -200), "medium": (-180, -145), "expert": (-140, -100),
-                       "mixed": (-185, -135)},
+    "CartPole-v1": {"random": (13, 30), "medium": (218, 432), "expert": (475, 500),
+                    "mixed": (109, 447)},
+    "Acrobot-v1": {"random": (-500, -490), "medium": (-214, -139), "expert": (-105, -70),
+                   "mixed": (-391, -131)},
+    "MountainCar-v0": {"random": (-200, -200), "medium": (-196, -167), "expert": (-140, -100),
+                       "mixed": (-194, -140)},
     "Pendulum-v1": {"random": (-1410, -1040), "medium": (-760, -590), "expert": (-225, -75),
                     "mixed": (-1050, -315)},
 }
@@ -118,11 +124,38 @@ class BehaviourPolicy(ABC):
         """The action for ``obs``, its log-probability and the distribution's inputs."""
 
 
+class Flaw(NamedTuple):
+    """A systematic error of a discrete policy: where the expert would take ``action`` (and
+    ``where(obs)`` holds, if given), take ``replacement`` instead with ``probability``."""
+
+    action: int
+    replacement: int
+    probability: float
+    where: Callable[[np.ndarray], bool] | None = None
+
+
+def pole_turning_right(obs: np.ndarray) -> bool:
+    """CartPole: the pole's angular velocity is positive."""
+    return bool(obs[3] > 0)
+
+
+#: The flaw of each discrete ``medium`` tier. CartPole: while the pole turns right, it never pushes
+#: left (the expert would, to catch the pole early). Acrobot: instead of torque +1 it applies -1
+#: with probability 0.55. MountainCar: instead of pushing right it coasts with probability 0.6.
+#: Each makes the replacement the most likely action where it applies.
+FLAWS: dict[str, Flaw] = {
+    "CartPole-v1": Flaw(0, 1, 1.0, pole_turning_right),
+    "Acrobot-v1": Flaw(2, 0, 0.55),
+    "MountainCar-v0": Flaw(2, 1, 0.6),
+}
+
+
 class EpsilonGreedy(BehaviourPolicy):
     """Takes the expert's action, or with probability ``epsilon`` a uniformly random one (which
     may be the expert's too): each action has probability ``epsilon / num_actions``, plus
-    ``1 - epsilon`` for the expert's. ``action_dist_inputs`` are the log-probabilities of all
-    actions; with ``epsilon == 0`` those of the other actions are ``-inf``.
+    ``1 - epsilon`` for the expert's. With a ``flaw`` that applies, a share ``flaw.probability``
+    of that ``1 - epsilon`` goes to ``flaw.replacement`` instead. ``action_dist_inputs`` are the
+    log-probabilities of all actions (``-inf`` for those it never takes).
 
     Example:
         >>> import numpy as np
@@ -133,24 +166,36 @@ class EpsilonGreedy(BehaviourPolicy):
     """
 
     def __init__(self, expert: Callable[[np.ndarray], int], num_actions: int, epsilon: float,
-                 seed: Seed):
+                 seed: Seed, flaw: Flaw | None = None):
         if not 0.0 <= epsilon <= 1.0:
             raise ConfigError(f"epsilon must be in [0, 1], got {epsilon}")
+        if flaw is not None and not 0.0 <= flaw.probability <= 1.0:
+            raise ConfigError(f"a flaw's probability must be in [0, 1], got {flaw.probability}")
         self.expert = expert
         self.num_actions = num_actions
         self.epsilon = epsilon
+        self.flaw = flaw
         self.rng = np.random.default_rng(seed)
-        explore = epsilon / num_actions
-        self._logp_other = math.log(explore) if explore > 0 else -math.inf
-        self._logp_expert = math.log(explore + 1.0 - epsilon)
 
     def __call__(self, obs: np.ndarray) -> tuple[int, float, np.ndarray]:
         """(action, its log-probability, log-probabilities of every action as float32)."""
         greedy = self.expert(obs)
-        logps = np.full(self.num_actions, self._logp_other, dtype=np.float32)
-        logps[greedy] = self._logp_expert
-        explore = self.rng.random() < self.epsilon
-        action = int(self.rng.integers(self.num_actions)) if explore else greedy
+        probs = np.full(self.num_actions, self.epsilon / self.num_actions)
+        intended = 1.0 - self.epsilon
+        replaced = (self.flaw is not None and greedy == self.flaw.action
+                    and (self.flaw.where is None or self.flaw.where(obs)))
+        if replaced:
+            probs[self.flaw.replacement] += intended * self.flaw.probability
+            intended *= 1.0 - self.flaw.probability
+        probs[greedy] += intended
+        if self.rng.random() < self.epsilon:
+            action = int(self.rng.integers(self.num_actions))
+        elif replaced and self.rng.random() < self.flaw.probability:
+            action = self.flaw.replacement
+        else:
+            action = greedy
+        with np.errstate(divide="ignore"):
+            logps = np.log(probs).astype(np.float32)
         return action, float(logps[action]), logps
 
 
@@ -222,7 +267,8 @@ def behaviour_policy(env_id: str, tier: str, seed: int) -> BehaviourPolicy:
     """The behaviour policy of ``tier`` (see ``TIERS``) for ``env_id`` (see ``EXPERTS``).
 
     ``random``: uniform actions (continuous: a Gaussian around the box's centre with half its
-    width as std, clipped); ``medium``/``expert``: the expert with ``NOISE[env_id][tier]``;
+    width as std, clipped); ``medium``/``expert``: the expert with ``NOISE[env_id][tier]`` (and,
+    for a discrete ``medium``, ``FLAWS[env_id]``);
     ``mixed``: one of those three per episode, chosen at ``start_episode()``.
     """
     if env_id not in EXPERTS:
@@ -240,7 +286,8 @@ def _single_tier_policy(env_id: str, tier: str, seed: Seed) -> BehaviourPolicy:
     expert, space = EXPERTS[env_id], ACTION_SPACES[env_id]
     if isinstance(space, gym.spaces.Discrete):
         epsilon = 1.0 if tier == "random" else NOISE[env_id][tier]
-        return EpsilonGreedy(expert, int(space.n), epsilon, seed)
+        flaw = FLAWS[env_id] if tier == "medium" else None
+        return EpsilonGreedy(expert, int(space.n), epsilon, seed, flaw)
     if tier == "random":
         return GaussianNoise(None, float(np.max(space.high - space.low)) / 2, space.low,
                              space.high, seed)
