@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,11 +83,14 @@ def action_kind(env_id: str) -> str:
 
 
 def dataset(env_id: str, tier: str, root: Path, episodes: int) -> Path:
-    """The tier's dataset under ``root`` (recorded once, seed 0) and its card."""
+    """The tier's dataset under ``root`` (recorded once per generator version, seed 0)."""
     from offline_rl.datasets import make_dataset
+    from offline_rl.datasets.generate import CARD_FILE, GENERATOR_VERSION
 
     path = root / f"{env_id}-{tier}-{episodes}"
-    if not (path / "dataset.json").exists():
+    card = path / CARD_FILE
+    if not card.exists() or json.loads(card.read_text())["generator_version"] != GENERATOR_VERSION:
+        shutil.rmtree(path, ignore_errors=True)
         make_dataset(env_id, path, tier=tier, episodes=episodes, seed=0, progress=False)
     return path
 
