@@ -104,8 +104,7 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
     count = max(1, PARTS_PER_EXECUTION // len(parts)) * len(parts)
     needs_module = prelearner_kwargs.get("module_weights") is not None
     calls_per_task = 1 if needs_module else CALLS_PER_TASK
-    ahead = PARTS_AHEAD * part_bytes if needs_module else max(MIN_AHEAD_BYTES,
-                                                               PARTS_AHEAD * part_bytes)
+    ahead = max(0 if needs_module else MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes)
     with quiet_data_context(preserve_order=True, object_store_memory=int(ahead)):
         calls = ray.data.range(count, override_num_blocks=-(-count // calls_per_task))
         return calls.map_batches(
