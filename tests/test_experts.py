@@ -163,7 +163,7 @@ def test_discrete_medium_tiers_make_their_flaw_the_most_likely_action(env_id):
     flawed = 0
     for obs, _, _, dist_inputs in steps:
         greedy = expert(obs)
-        applies = greedy == flaw.action and (flaw.where is None or flaw.where(obs))
+        applies = flaw.action in (None, greedy) and (flaw.where is None or flaw.where(obs))
         flawed += applies
         assert int(np.argmax(dist_inputs)) == (flaw.replacement if applies else greedy)
     assert flawed > 10
@@ -177,6 +177,12 @@ def test_a_flaw_moves_its_share_to_the_replacement_where_it_applies():
     np.testing.assert_allclose(counts, [0.45, 0.1, 0.45], atol=0.02)
     np.testing.assert_allclose(np.exp(actions[0][2]), [0.45, 0.1, 0.45], rtol=1e-6)
     np.testing.assert_allclose(np.exp(policy(-np.ones(1))[2]), [0.1, 0.1, 0.8], rtol=1e-6)
+
+
+def test_a_flaw_without_an_action_replaces_whichever_the_expert_takes():
+    flaw = Flaw(action=None, replacement=1, probability=1.0)
+    policy = EpsilonGreedy(lambda obs: int(obs[0]), num_actions=3, epsilon=0.0, seed=0, flaw=flaw)
+    assert [policy(np.array([greedy]))[0] for greedy in (0, 1, 2)] == [1, 1, 1]
 
 
 def test_mixed_tier_must_start_an_episode_first():

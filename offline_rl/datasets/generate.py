@@ -17,7 +17,7 @@ from offline_rl.recording.writer import EpisodeWriter
 from offline_rl.statistics import episode_statistics
 
 CARD_FILE = "dataset.json"
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 
 def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes: int = 100,
