@@ -163,7 +163,7 @@ def test_discrete_medium_tiers_make_their_flaw_the_most_likely_action(env_id):
     flawed = 0
     for obs, _, _, dist_inputs in steps:
         greedy = expert(obs)
-        applies = flaw.action in (None, greedy) and (flaw.where is None or flaw.where(obs))
+        applies = flaw.applies(greedy, obs)
         flawed += applies
         assert int(np.argmax(dist_inputs)) == (flaw.replacement if applies else greedy)
     assert flawed > 10

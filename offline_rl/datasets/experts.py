@@ -137,6 +137,10 @@ class Flaw(NamedTuple):
     probability: float
     where: Callable[[np.ndarray], bool] | None = None
 
+    def applies(self, greedy: int, obs: np.ndarray) -> bool:
+        """Whether the flaw replaces the expert's action ``greedy`` at ``obs``."""
+        return self.action in (None, greedy) and (self.where is None or self.where(obs))
+
 
 def pole_turning_right(obs: np.ndarray) -> bool:
     """CartPole: the pole's angular velocity is positive."""
@@ -192,8 +196,7 @@ class EpsilonGreedy(BehaviourPolicy):
         greedy = self.expert(obs)
         probs = np.full(self.num_actions, self.epsilon / self.num_actions)
         intended = 1.0 - self.epsilon
-        replaced = (self.flaw is not None and self.flaw.action in (None, greedy)
-                    and (self.flaw.where is None or self.flaw.where(obs)))
+        replaced = self.flaw is not None and self.flaw.applies(greedy, obs)
         if replaced:
             probs[self.flaw.replacement] += intended * self.flaw.probability
             intended *= 1.0 - self.flaw.probability
