@@ -10,7 +10,10 @@ on its own) and, as the ceiling, ms per ``learner.update`` on an in-memory batch
 ms per update is its ``fit()`` time over the updates.
 With ``--d3rlpy-python`` (a Python with d3rlpy installed: it is no dependency of ours) d3rlpy's
 BC/IQL/TD3+BC/CQL/DiscreteCQL train on the same Parquet files with the same budget and batch, in
-that Python. ``--out`` writes the table as Markdown, with the command line.
+that Python. ``--cosine-actor-lr IQL`` trains IQL's policy with a learning rate that decays to 0
+over the budget on a cosine, in both libraries (the IQL paper's setting; our
+``offline_rl.core.schedules.cosine_schedule``, d3rlpy's ``CosineAnnealingLRFactory``). ``--out``
+writes the table as Markdown, with the command line.
 
     python benchmarks/quality.py --tasks Pendulum-v1:mixed CartPole-v1:mixed --seeds 0 1 2 \\
         --updates 10000 --d3rlpy-python /tmp/d3venv/bin/python --out benchmarks/RESULTS.md
@@ -52,7 +55,7 @@ D3RLPY_CHILD = """
 import json, sys, time
 import d3rlpy, gymnasium as gym, numpy as np, pyarrow.parquet as pq
 from pathlib import Path
-data, env_id, name, updates, batch, seed, episodes = sys.argv[1:8]
+data, env_id, name, updates, batch, seed, episodes, cosine = sys.argv[1:9]
 updates, batch, seed, episodes = int(updates), int(batch), int(seed), int(episodes)
 table = pq.read_table(sorted(Path(data).rglob("*.parquet")))
 column = lambda field: np.asarray(table.column(field).to_pylist())
@@ -67,6 +70,9 @@ d3rlpy.seed(seed)
 kwargs = {"batch_size": batch}
 if not discrete:
     kwargs["action_scaler"] = d3rlpy.preprocessing.MinMaxActionScaler()
+if cosine == "cosine":
+    kwargs["actor_optim_factory"] = d3rlpy.optimizers.AdamFactory(
+        lr_scheduler_factory=d3rlpy.optimizers.CosineAnnealingLRFactory(T_max=updates))
 algo = getattr(d3rlpy.algos, name)(**kwargs).create(device="cpu:0")
 started = time.perf_counter()
 algo.fit(dataset, n_steps=updates, n_steps_per_epoch=updates, show_progress=False,
@@ -103,6 +109,7 @@ def reference_returns(env_id: str, root: Path) -> tuple[float, float]:
 def ours(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int) -> dict:
     """Trains and evaluates our ``name``; returns the figures."""
     import offline_rl
+    from offline_rl.core.schedules import cosine_schedule
 
     config_class = getattr(offline_rl, f"{name}Config")
     config = (config_class().environment(env_id)
@@ -112,6 +119,9 @@ def ours(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int
     if name in IMITATION_SETTINGS_FOR:
         config = config.training(lr=1e-3).rl_module(
             model_config={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"})
+    if name in args.cosine_actor_lr:
+        config = config.training(actor_lr=cosine_schedule(
+            config.actor_lr, budget(name, args) * args.batch))
     wall_started = time.perf_counter()
     with config.build() as algo:
         started = time.perf_counter()
@@ -155,7 +165,9 @@ def theirs(name: str, counterpart: str, data: Path, env_id: str, args: argparse.
     started = time.perf_counter()
     child = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
                             counterpart, str(budget(name, args)), str(args.batch), str(seed),
-                            str(args.episodes)], capture_output=True, text=True)
+                            str(args.episodes),
+                            "cosine" if name in args.cosine_actor_lr else "constant"],
+                           capture_output=True, text=True)
     if child.returncode != 0:
         raise RuntimeError(f"d3rlpy's {counterpart} on {data} (seed {seed}) failed; its "
                            f"error:\n{child.stderr[-2000:]}")
@@ -171,6 +183,10 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=10_000)
     parser.add_argument("--budget", nargs="*", default=[], metavar="ALGORITHM=UPDATES",
                         help="another update budget for some algorithms (both libraries)")
+    parser.add_argument("--cosine-actor-lr", nargs="*", default=[], metavar="ALGORITHM",
+                        choices=["IQL", "CQL", "TD3BC"],
+                        help="decay these algorithms' policy learning rate to 0 over the "
+                             "budget on a cosine (both libraries; the IQL paper's setting)")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--dataset-episodes", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")

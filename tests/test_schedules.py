@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from offline_rl import AlgorithmConfig, BCConfig, IQLConfig
-from offline_rl.core.schedules import learning_rate_at, learning_rate_problem
+from offline_rl.core.schedules import cosine_schedule, learning_rate_at, learning_rate_problem
 from offline_rl.errors import ConfigError
 
 OBS = gym.spaces.Box(-1, 1, (2,), np.float32)
@@ -73,3 +73,19 @@ def test_each_optimizer_has_its_own_schedule():
 def test_a_schedule_survives_the_config_round_trip():
     config = IQLConfig().training(actor_lr=[[0, 3e-4], [10_000, 1e-5]])
     assert IQLConfig.from_dict(config.to_dict()).actor_lr == [[0, 3e-4], [10_000, 1e-5]]
+
+
+def test_the_cosine_schedule_follows_torchs_cosine_annealing_to_zero():
+    updates, batch_size = 100, 4
+    learner = learner_of(IQLConfig().training(
+        actor_lr=cosine_schedule(3e-4, updates * batch_size), train_batch_size_per_learner=4))
+    ours = [learner.update(BATCH)["policy_learning_rate"] for _ in range(updates + 1)]
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-4)
+    annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=updates)
+    torchs = []
+    for _ in range(updates + 1):
+        torchs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        annealing.step()
+    assert ours == pytest.approx(torchs, abs=1e-3 * 3e-4)
+    assert ours[-1] == 0.0

@@ -8,6 +8,7 @@ the timestep counts env steps: here the rows trained on so far, over all learner
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,3 +63,19 @@ def learning_rate_at(value: LearningRate, timestep: int) -> float:
         return float(value)
     timesteps, rates = zip(*value)
     return float(np.interp(timestep, timesteps, rates))
+
+
+def cosine_schedule(lr: float, timesteps: int, points: int = 50) -> list[list[float]]:
+    """A cosine decay from ``lr`` at timestep 0 to 0 at ``timesteps``, as a piecewise-linear
+    schedule of ``points`` segments (the IQL paper's policy schedule, in RLlib's format). For
+    ``U`` updates of ``B`` rows on ``N`` learners, ``timesteps`` is ``U * B * N``.
+
+    Example:
+        >>> schedule = cosine_schedule(3e-4, 1000, points=4)
+        >>> [[step, round(rate, 8)] for step, rate in schedule]
+        [[0, 0.0003], [250, 0.00025607], [500, 0.00015], [750, 4.393e-05], [1000, 0.0]]
+        >>> learning_rate_problem(schedule) is None
+        True
+    """
+    return [[round(timesteps * k / points), lr * (1 + math.cos(math.pi * k / points)) / 2]
+            for k in range(points + 1)]
