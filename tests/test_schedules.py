@@ -78,7 +78,8 @@ def test_a_schedule_survives_the_config_round_trip():
 def test_the_cosine_schedule_follows_torchs_cosine_annealing_to_zero():
     updates, batch_size = 100, 4
     learner = learner_of(IQLConfig().training(
-        actor_lr=cosine_schedule(3e-4, updates * batch_size), train_batch_size_per_learner=4))
+        actor_lr=cosine_schedule(3e-4, updates * batch_size),
+        train_batch_size_per_learner=batch_size))
     ours = [learner.update(BATCH)["policy_learning_rate"] for _ in range(updates + 1)]
     optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-4)
     annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=updates)
