@@ -7,13 +7,17 @@ Each run prints one JSON line: the return, its normalized score (0: the env's ra
 its expert tier, both measured here), ms per update through the whole pipeline (Ray Data,
 PreLearners, learner; after the first iteration, which also starts the pipeline and is timed
 on its own) and, as the ceiling, ms per ``learner.update`` on an in-memory batch. d3rlpy's
-ms per update is its ``fit()`` time over the updates.
+ms per update is its ``fit()`` time over the updates. Both libraries' policies are evaluated from
+the same start states: episode ``i`` of seed ``s`` is reset with ``s + i``, as our evaluation
+does.
 With ``--d3rlpy-python`` (a Python with d3rlpy installed: it is no dependency of ours) d3rlpy's
 BC/IQL/TD3+BC/CQL/DiscreteCQL train on the same Parquet files with the same budget and batch, in
 that Python. ``--cosine-actor-lr IQL`` trains IQL's policy with a learning rate that decays to 0
 over the budget on a cosine, in both libraries (the IQL paper's setting; our
-``offline_rl.core.schedules.cosine_schedule``, d3rlpy's ``CosineAnnealingLRFactory``). ``--out``
-writes the table as Markdown, with the command line.
+``offline_rl.core.schedules.cosine_schedule``, d3rlpy's ``CosineAnnealingLRFactory``).
+``--normalize-observations IQL`` standardizes IQL's observations with the dataset's per-feature
+mean and std, in both libraries (our ``model_config`` ``normalize_observations``, d3rlpy's
+``StandardObservationScaler``). ``--out`` writes the table as Markdown, with the command line.
 
     python benchmarks/quality.py --tasks Pendulum-v1:mixed CartPole-v1:mixed --seeds 0 1 2 \\
         --updates 10000 --d3rlpy-python /tmp/d3venv/bin/python --out benchmarks/RESULTS.md
@@ -55,7 +59,7 @@ D3RLPY_CHILD = """
 import json, sys, time
 import d3rlpy, gymnasium as gym, numpy as np, pyarrow.parquet as pq
 from pathlib import Path
-data, env_id, name, updates, batch, seed, episodes, cosine = sys.argv[1:9]
+data, env_id, name, updates, batch, seed, episodes, cosine, observations = sys.argv[1:10]
 updates, batch, seed, episodes = int(updates), int(batch), int(seed), int(episodes)
 table = pq.read_table(sorted(Path(data).rglob("*.parquet")))
 column = lambda field: np.asarray(table.column(field).to_pylist())
@@ -73,13 +77,22 @@ if not discrete:
 if cosine == "cosine":
     kwargs["actor_optim_factory"] = d3rlpy.optimizers.AdamFactory(
         lr_scheduler_factory=d3rlpy.optimizers.CosineAnnealingLRFactory(T_max=updates))
+if observations == "normalized":
+    kwargs["observation_scaler"] = d3rlpy.preprocessing.StandardObservationScaler()
 algo = getattr(d3rlpy.algos, name)(**kwargs).create(device="cpu:0")
 started = time.perf_counter()
 algo.fit(dataset, n_steps=updates, n_steps_per_epoch=updates, show_progress=False,
          logger_adapter=d3rlpy.logging.NoopAdapterFactory(), save_interval=10**9)
 seconds = time.perf_counter() - started
-score = d3rlpy.metrics.evaluate_qlearning_with_environment(algo, env, n_trials=episodes)
-print(json.dumps({"return": float(score), "ms_per_update": 1000 * seconds / updates}))
+returns = []
+for episode in range(episodes):  # the start states of ours: episode i reset with seed + i
+    obs, _ = env.reset(seed=seed + episode)
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, _ = env.step(algo.predict(obs[None])[0])
+        total, done = total + float(reward), terminated or truncated
+    returns.append(total)
+print(json.dumps({"return": float(np.mean(returns)), "ms_per_update": 1000 * seconds / updates}))
 """
 
 
@@ -122,6 +135,8 @@ def ours(name: str, data: Path, env_id: str, args: argparse.Namespace, seed: int
     if name in args.cosine_actor_lr:
         config = config.training(actor_lr=cosine_schedule(
             config.actor_lr, budget(name, args) * args.batch))
+    if name in args.normalize_observations:
+        config = config.rl_module(model_config={"normalize_observations": True})
     wall_started = time.perf_counter()
     with config.build() as algo:
         started = time.perf_counter()
@@ -166,7 +181,8 @@ def theirs(name: str, counterpart: str, data: Path, env_id: str, args: argparse.
     child = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
                             counterpart, str(budget(name, args)), str(args.batch), str(seed),
                             str(args.episodes),
-                            "cosine" if name in args.cosine_actor_lr else "constant"],
+                            "cosine" if name in args.cosine_actor_lr else "constant",
+                            "normalized" if name in args.normalize_observations else "raw"],
                            capture_output=True, text=True)
     if child.returncode != 0:
         raise RuntimeError(f"d3rlpy's {counterpart} on {data} (seed {seed}) failed; its "
@@ -187,6 +203,10 @@ def main() -> None:
                         choices=["IQL", "CQL", "TD3BC"],
                         help="decay these algorithms' policy learning rate to 0 over the "
                              "budget on a cosine (both libraries; the IQL paper's setting)")
+    parser.add_argument("--normalize-observations", nargs="*", default=[], metavar="ALGORITHM",
+                        choices=list(ALGORITHMS),
+                        help="standardize these algorithms' observations with the dataset's "
+                             "per-feature mean and std (both libraries)")
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--dataset-episodes", type=int, default=200)
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")

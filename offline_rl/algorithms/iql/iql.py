@@ -32,6 +32,12 @@ class IQLLearnerConfig(TDLearnerConfig):
 class IQLConfig(AlgorithmConfig):
     """Configuration of implicit Q-learning, for ``Discrete`` or ``Box`` actions.
 
+    Where observation features differ in scale (Pendulum's angular velocity spans -8 to 8,
+    its cosine and sine -1 to 1), ``rl_module(model_config={"normalize_observations": True})``
+    standardizes them with the dataset's statistics. On Pendulum ``mixed`` that keeps the
+    policy from wandering between good and poor from one checkpoint to the next
+    (``benchmarks/RESULTS.md``).
+
     Example:
         >>> config = (IQLConfig().environment("Pendulum-v1")
         ...           .training(beta=3.0, expectile=0.7, actor_lr=3e-4)
