@@ -59,11 +59,11 @@ D3RLPY_CHILD = """
 import json, sys, time
 import d3rlpy, gymnasium as gym, numpy as np, pyarrow.parquet as pq
 from pathlib import Path
-data, env_id, name, updates, batch, seed, episodes, cosine, observations = sys.argv[1:10]
-updates, batch, seed, episodes = int(updates), int(batch), int(seed), int(episodes)
-table = pq.read_table(sorted(Path(data).rglob("*.parquet")))
+run = json.loads(sys.argv[1])
+updates, seed = run["updates"], run["seed"]
+table = pq.read_table(sorted(Path(run["data"]).rglob("*.parquet")))
 column = lambda field: np.asarray(table.column(field).to_pylist())
-env = gym.make(env_id)
+env = gym.make(run["env_id"])
 discrete = isinstance(env.action_space, gym.spaces.Discrete)
 dataset = d3rlpy.dataset.MDPDataset(
     observations=column("obs").astype(np.float32),
@@ -71,21 +71,21 @@ dataset = d3rlpy.dataset.MDPDataset(
     rewards=column("rewards").astype(np.float32), terminals=column("terminateds"),
     timeouts=column("truncateds") & ~column("terminateds"))  # d3rlpy: a step is one or the other
 d3rlpy.seed(seed)
-kwargs = {"batch_size": batch}
+kwargs = {"batch_size": run["batch"]}
 if not discrete:
     kwargs["action_scaler"] = d3rlpy.preprocessing.MinMaxActionScaler()
-if cosine == "cosine":
+if run["cosine_actor_lr"]:
     kwargs["actor_optim_factory"] = d3rlpy.optimizers.AdamFactory(
         lr_scheduler_factory=d3rlpy.optimizers.CosineAnnealingLRFactory(T_max=updates))
-if observations == "normalized":
+if run["normalize_observations"]:
     kwargs["observation_scaler"] = d3rlpy.preprocessing.StandardObservationScaler()
-algo = getattr(d3rlpy.algos, name)(**kwargs).create(device="cpu:0")
+algo = getattr(d3rlpy.algos, run["name"])(**kwargs).create(device="cpu:0")
 started = time.perf_counter()
 algo.fit(dataset, n_steps=updates, n_steps_per_epoch=updates, show_progress=False,
          logger_adapter=d3rlpy.logging.NoopAdapterFactory(), save_interval=10**9)
 seconds = time.perf_counter() - started
 returns = []
-for episode in range(episodes):  # the start states of ours: episode i reset with seed + i
+for episode in range(run["episodes"]):  # the start states of ours: episode i reset with seed + i
     obs, _ = env.reset(seed=seed + episode)
     total, done = 0.0, False
     while not done:
@@ -178,11 +178,11 @@ def theirs(name: str, counterpart: str, data: Path, env_id: str, args: argparse.
     """Trains and evaluates d3rlpy's ``counterpart`` of our ``name`` in ``--d3rlpy-python``;
     returns the figures."""
     started = time.perf_counter()
-    child = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, str(data), env_id,
-                            counterpart, str(budget(name, args)), str(args.batch), str(seed),
-                            str(args.episodes),
-                            "cosine" if name in args.cosine_actor_lr else "constant",
-                            "normalized" if name in args.normalize_observations else "raw"],
+    run = {"data": str(data), "env_id": env_id, "name": counterpart,
+           "updates": budget(name, args), "batch": args.batch, "seed": seed,
+           "episodes": args.episodes, "cosine_actor_lr": name in args.cosine_actor_lr,
+           "normalize_observations": name in args.normalize_observations}
+    child = subprocess.run([args.d3rlpy_python, "-c", D3RLPY_CHILD, json.dumps(run)],
                            capture_output=True, text=True)
     if child.returncode != 0:
         raise RuntimeError(f"d3rlpy's {counterpart} on {data} (seed {seed}) failed; its "
