@@ -59,6 +59,11 @@ class ResourceError(OfflineRLError, RuntimeError):
     """The cluster cannot hold what the config asks for (CPUs, GPUs, actors)."""
 
 
+class CheckpointError(OfflineRLError, ValueError):
+    """A checkpoint folder cannot be loaded: a file is missing, is not a regular file inside the
+    folder, is over its size cap, or is damaged; the message names the file and the fault."""
+
+
 class CheckpointWriteError(OfflineRLError, OSError):
     """A checkpoint could not be written (a full disk, say); a previous checkpoint of the same
     name is left as it was."""
