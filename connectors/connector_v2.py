@@ -19,17 +19,19 @@ class ConnectorV2(ABC):
     own columns added. Pieces hold no state unless they override ``get_state``/``set_state``.
     A piece that reads the current module (``rl_module``) sets ``needs_module = True``: the
     PreLearners then keep a copy of the learners' module, refreshed every
-    ``prelearner_module_synch_period`` calls. A piece that reads the ``episodes`` sets
-    ``needs_episodes = True``. PreLearners run a pipeline in two stages, each in pipeline
-    order: the episode stage (the pieces that need episodes, the default pieces among them)
-    builds the flat train batch, then the batch stage (all other pieces) gets that batch with
-    ``episodes=[]``. When the episode stage is just the default pieces (maybe after one piece
-    with ``on_single_steps``), the PreLearner computes its batch column by column, much
-    faster than one episode object per row.
+    ``prelearner_module_synch_period`` calls. A piece gets the ``episodes`` unless it declares
+    ``needs_episodes = False`` (it reads only the flat batch). PreLearners run a pipeline in two
+    stages, each in pipeline order: the episode stage (the pieces that need episodes, the
+    default pieces among them) builds the flat train batch, then the batch stage (the pieces
+    that declared they need none) gets that batch with ``episodes=[]``. When the episode stage
+    is just the default pieces (maybe after one piece with ``on_single_steps``), the PreLearner
+    computes its batch column by column, much faster than one episode object per row: declare
+    ``needs_episodes = False`` on a piece that reads only the batch to keep that path.
 
     Example:
         >>> import numpy as np
         >>> class ScaleRewards(ConnectorV2):
+        ...     needs_episodes = False  # reads only the flat batch
         ...     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         ...         batch["rewards"] = batch["rewards"] * 0.1
         ...         return batch
@@ -39,8 +41,9 @@ class ConnectorV2(ABC):
 
     #: Whether ``__call__`` needs the current module as ``rl_module``.
     needs_module: ClassVar[bool] = False
-    #: Whether ``__call__`` reads ``episodes`` (else it gets the flat train batch).
-    needs_episodes: ClassVar[bool] = False
+    #: Whether ``__call__`` reads ``episodes``; ``False``: it gets the flat train batch, with
+    #: ``episodes=[]``. ``True`` by default, so that a piece written for RLlib gets episodes.
+    needs_episodes: ClassVar[bool] = True
     #: For a piece placed before the default pieces: the same transform as a function of the
     #: default pieces' columns, when every episode is one step long (a tabular row, a
     #: replay-buffer sample). It lets PreLearners keep their column-by-column path.

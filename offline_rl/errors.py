@@ -59,7 +59,7 @@ class ResourceError(OfflineRLError, RuntimeError):
     """The cluster cannot hold what the config asks for (CPUs, GPUs, actors)."""
 
 
-class CheckpointError(OfflineRLError, ValueError):
+class CheckpointError(DataFormatError):
     """A checkpoint folder cannot be loaded: a file is missing, is not a regular file inside the
     folder, is over its size cap, or is damaged; the message names the file and the fault."""
 

@@ -175,7 +175,10 @@ class WholeEpisodeBuffer:
 
 
 class ScaleRewards(ConnectorV2):
-    """Works on the flat train batch; records what it was given."""
+    """Works on the flat train batch (it declares ``needs_episodes = False``); records what it
+    was given."""
+
+    needs_episodes = False
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  factor: float = 0.5, **kwargs: Any):
@@ -190,9 +193,8 @@ class ScaleRewards(ConnectorV2):
 
 
 class CountEpisodeSteps(ConnectorV2):
-    """Reads the episodes (so it declares ``needs_episodes``): each row's episode length."""
-
-    needs_episodes = True
+    """Reads the episodes (as every piece may unless it declares otherwise): each row's
+    episode length."""
 
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         for episode in self.single_agent_episode_iterator(episodes):

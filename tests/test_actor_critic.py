@@ -198,9 +198,9 @@ def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):
     again = IQLConfig.from_yaml(tmp_path / "iql.yaml")
     assert type(again) is IQLConfig and again.to_dict() == config.to_dict()
     assert again.expectile == 0.8 and again.beta == 2.0 and again.lr == 1e-3
-    with pytest.raises(ConfigError, match=r"expectile: must be a number strictly between 0 and "
-                                          r"1, got 1\.0(.|\n)*tau: must be a number in \(0, 1\], "
-                                          r"got 0"):
+    with pytest.raises(ConfigError, match=r"expectile: must be a finite number strictly between "
+                                          r"0 and 1, got 1\.0(.|\n)*tau: must be a finite "
+                                          r"number in \(0, 1\], got 0"):
         IQLConfig().training(expectile=1.0, tau=0).validate()
 
 

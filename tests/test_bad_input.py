@@ -371,7 +371,8 @@ def test_verbose_cli_prints_the_traceback(tmp_path, capsys):
     assert main(["train", str(config_file)]) == 2
     quiet = capsys.readouterr().err
     assert quiet.splitlines()[-1].startswith(
-        "offline-rl: error: unknown key(s) ['no_such_key'] in section 'offline_data'")
+        f"offline-rl: error: {config_file}: unknown key(s) ['no_such_key'] in section "
+        "'offline_data'")
     assert "Traceback" not in quiet
     assert main(["train", "--verbose", str(config_file)]) == 2
     verbose = capsys.readouterr().err

@@ -49,6 +49,50 @@ def test_validation_names_the_field(change, field):
         change(valid()).validate()
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.training(lr=float("nan")), r"lr: must be a finite number > 0, got nan"),
+    (lambda c: c.training(lr=float("inf")), r"lr: must be a finite number > 0, got inf"),
+    (lambda c: c.training(lr=[[0, 1e-3], [100, float("nan")]]),
+     r"lr: a schedule's timesteps and learning rates are finite numbers"),
+    (lambda c: c.training(grad_clip=float("inf")), r"grad_clip: must be None or a number > 0"),
+    (lambda c: c.training(train_batch_size_per_learner=10**12),
+     r"train_batch_size_per_learner: must be an int from 1 to 16,777,216 \(config_checks\."
+     r"MAX_TRAIN_BATCH_SIZE\), got 1000000000000"),
+    (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}),
+     r"model_config: model_config fcnet_hiddens=\[0\]: give a list of layer sizes, each an int "
+     r">= 1"),
+    (lambda c: c.rl_module(model_config={"fcnet_hiddens": [64, -8]}), r"fcnet_hiddens=\[64, -8\]"),
+    (lambda c: c.rl_module(model_config={"head_fcnet_hiddens": 32}), r"head_fcnet_hiddens=32"),
+    (lambda c: c.debugging(seed="zero"), r"seed: must be None or an int >= 0, got 'zero'"),
+    (lambda c: c.offline_data(map_batches_kwargs={"concurrency": 1.5}),
+     r"map_batches_kwargs: concurrency must be an int >= 1 \(PreLearner actors\) or a \[min, "
+     r"max\] range of them, got 1\.5"),
+    (lambda c: c.offline_data(map_batches_kwargs={"concurrency": [3, 1]}), r"got \[3, 1\]"),
+    (lambda c: c.offline_data(input_=3), r"input_: must be a path or URI \(str\) or a list of "
+                                         r"them, got 3"),
+    (lambda c: c.offline_data(input_={"data/a": 0.7, "data/b": 0.3}),
+     r"input_: weighted mixing of sources \({path: weight}\) is not supported yet, and its "
+     r"weights would be ignored"),
+    (lambda c: c.offline_data(input_read_schema="obs"),
+     r"input_read_schema: must map column names in the data to offline-rl's"),
+    (lambda c: c.offline_data(input_read_method_kwargs={"colums": ["obs"]}),
+     r"input_read_method_kwargs: ray.data.read_parquet takes no \['colums'\]; it takes "
+     r"\[.*'columns'"),
+    (lambda c: c.rl_module(rl_module_spec={"module_class": "x:Y"}),
+     r"rl_module_spec: must be None or an RLModuleSpec"),
+])
+def test_values_that_would_train_wrong_or_blow_up_are_refused(change, message):
+    with pytest.raises(ConfigError, match=message):
+        change(valid()).validate()
+
+
+def test_read_kwargs_pyarrow_takes_pass_the_check():
+    valid().offline_data(input_read_method_kwargs={"columns": ["obs"], "use_threads": False}
+                         ).validate()
+    valid().offline_data(input_read_method="read_json",
+                         input_read_method_kwargs={"lines": True}).validate()
+
+
 @pytest.mark.parametrize("options, message", [
     ({"output": ["a/", "b/"]}, r"output: must be one path"),
     ({"output": "out/", "output_write_method": "write_csv"}, r"output_write_method: must be one"),

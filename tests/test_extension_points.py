@@ -140,8 +140,9 @@ def test_a_custom_buffer_written_to_the_documented_interface_is_used(tmp_path):
 
 
 def test_batch_pieces_run_after_the_episode_stage_on_either_path(cartpole_data):
-    """A piece that does not read episodes runs on the flat batch, after the default pieces,
-    so the column fast path stays on; one that declares ``needs_episodes`` turns it off."""
+    """A piece that declares ``needs_episodes = False`` runs on the flat batch, after the
+    default pieces, so the column fast path stays on; one that declares nothing gets the
+    episodes (the safe default for pieces written for RLlib), which turns the path off."""
     rows = pa.table({"obs": [[0.0, 0.1, 0.2, 0.3]] * 3, "new_obs": [[0.1, 0.2, 0.3, 0.4]] * 3,
                      "actions": [0, 1, 0], "rewards": [1.0, 2.0, 3.0],
                      "terminateds": [False, False, True], "eps_id": ["a"] * 3, "t": [0, 1, 2]})

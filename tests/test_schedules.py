@@ -30,12 +30,15 @@ def test_piecewise_linear_values_and_the_constant_tail():
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    (0.0, "must be a number > 0, got 0.0"),
+    (0.0, "must be a finite number > 0, got 0.0"),
     ([[10, 1e-3]], "must start at timestep 0"),
     ([[0, 1e-3], [5, 1e-4], [5, 1e-5]], "timesteps must ascend"),
     ([[0, 1e-3], [5, -1e-4]], "must be >= 0 and start > 0"),
     ([[0, 1e-3, 7]], "list of \\[timestep, learning_rate\\] pairs"),
-    ([[0, "fast"]], "are numbers"),
+    ([[0, "fast"]], "are finite numbers"),
+    (float("nan"), "must be a finite number > 0, got nan"),
+    (float("inf"), "must be a finite number > 0, got inf"),
+    ([[0, 1e-3], [100, float("nan")]], "are finite numbers"),
 ])
 def test_bad_schedules_are_named(value, message):
     assert learning_rate_problem(value) is not None

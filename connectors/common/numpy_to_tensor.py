@@ -25,6 +25,8 @@ class NumpyToTensor(ConnectorV2):
         torch.Size([2, 4])
     """
 
+    needs_episodes = False  # reads only the flat batch
+
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  device: str | torch.device = "cpu", pin_memory: bool | None = None,
                  **kwargs: Any):

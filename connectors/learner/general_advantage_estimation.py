@@ -72,6 +72,8 @@ class GeneralAdvantageEstimation(ConnectorV2):
         [2.125, 2.5, 3.0]
     """
 
+    needs_episodes = False  # reads only the flat batch
+
     needs_module = True
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,

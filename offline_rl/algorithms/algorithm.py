@@ -343,9 +343,7 @@ class Algorithm:
             if state.get("data_position") and self.offline_data.stream is not None:
                 self.offline_data.resume_stream(state["data_position"])
             if state.get("rng_states"):
-                from offline_rl.core.random_states import set_random_states  # see start_ray
-
-                set_random_states(state["rng_states"])
+                checkpoint.restore_random_states(path, state["rng_states"])
 
     @classmethod
     def from_checkpoint(cls, path: str | Path,

@@ -15,8 +15,8 @@ from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipelin
 from offline_rl.algorithms.config_checks import config_problems
 from offline_rl.algorithms.config_files import (
     config_from_dict,
+    config_from_file,
     config_to_dict,
-    read_config_file,
     write_config_file,
 )
 from offline_rl.algorithms.registry import note_config_class
@@ -440,7 +440,7 @@ class AlgorithmConfig:
     @classmethod
     def from_yaml(cls, path: str | Path) -> AlgorithmConfig:
         """Reads a YAML file written by ``to_yaml`` (or by hand in the same layout)."""
-        return cls.from_dict(read_config_file(path))
+        return config_from_file(path, cls)
 
     def to_yaml(self, path: str | Path) -> None:
         """Writes the config as YAML; raises ``ConfigError`` naming a field holding a value YAML

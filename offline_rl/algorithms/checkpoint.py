@@ -1,7 +1,9 @@
 """The checkpoint folder: ``config.yaml``, ``learner_state.pt`` and ``algorithm_state.json``.
 
 Checkpoints are written to a temporary folder and renamed into place, so a crash mid-write never
-leaves a half-written checkpoint under the final name. Loading reads tensors and plain data only.
+leaves a half-written checkpoint under the final name. Loading reads tensors and plain data only,
+from regular files inside the folder within size caps, and imports or calls nothing the config
+names; a damaged file is a ``CheckpointError`` naming it.
 Credentials in ``input_filesystem_kwargs``/``output_filesystem_kwargs`` (also those of
 ``evaluation_config``; options named like a key, secret, token, password or credential) are
 never written: ``config.yaml`` says which were left out, and a restored config takes them from
@@ -21,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-from offline_rl.errors import CheckpointWriteError, ConfigError, DataNotFoundError
+from offline_rl.algorithms.config_files import MAX_CONFIG_BYTES
+from offline_rl.errors import CheckpointError, CheckpointWriteError, ConfigError, DataNotFoundError
+from offline_rl.file_checks import checked_file
 from offline_rl.models.model_config import DefaultModelConfig
 
 CONFIG_FILE = "config.yaml"
@@ -34,6 +38,12 @@ CREDENTIAL_OPTION = re.compile(r"key|secret|token|password|credential", re.IGNOR
 #: What ``config.yaml`` holds in place of a credential.
 NOT_SAVED = "<credential, not saved>"
 FILESYSTEM_OPTIONS = ("input_filesystem_kwargs", "output_filesystem_kwargs")
+#: Size caps of the files read from a checkpoint, in bytes (``config.yaml``'s is
+#: ``config_files.MAX_CONFIG_BYTES``). The learner state of a [256, 256] MLP with Adam is ~1 MiB.
+MAX_ALGORITHM_STATE_BYTES = 64 * 2**20
+MAX_LEARNER_STATE_BYTES = 16 * 2**30
+#: The counters ``algorithm_state.json`` holds.
+COUNTERS = ("training_iteration", "num_env_steps_trained_lifetime", "num_updates_lifetime")
 
 
 def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
@@ -126,23 +136,62 @@ def _write_files(staging: Path, learner: Any, config: AlgorithmConfig,
 
 
 def read_algorithm_state(path: str | Path) -> dict[str, Any]:
-    """The counters saved with a checkpoint."""
-    return json.loads(_checkpoint_file(path, ALGORITHM_STATE_FILE).read_text())
+    """The counters saved with a checkpoint; ``CheckpointError`` naming the file when it is
+    damaged (not JSON, nested past a bound, counters that are not counts)."""
+    state = _read_state_json(path)
+    for counter in COUNTERS:
+        value = state.get(counter)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CheckpointError(f"{Path(path) / ALGORITHM_STATE_FILE} is damaged: {counter} is "
+                                  f"{value!r}, not a count")
+    return state
+
+
+def _read_state_json(path: str | Path) -> dict[str, Any]:
+    file = _checkpoint_file(path, ALGORITHM_STATE_FILE, MAX_ALGORITHM_STATE_BYTES)
+    try:
+        state = json.loads(file.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{file} is damaged: not JSON ({error})") from None
+    except RecursionError:
+        raise CheckpointError(f"{file} is damaged: it nests too deep to be the counters "
+                              "offline-rl writes") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{file} is damaged: it holds {type(state).__name__}, not the "
+                              "mapping of counters offline-rl writes")
+    return state
+
+
+def restore_random_states(path: str | Path, states: dict[str, Any]) -> None:
+    """Sets this process's random number generators to ``states`` (``algorithm_state.json``'s
+    ``rng_states``); ``CheckpointError`` naming the file when they are damaged."""
+    from offline_rl.core.random_states import set_random_states  # imports torch
+
+    try:
+        set_random_states(states)
+    except (TypeError, ValueError, IndexError, KeyError, RuntimeError, OverflowError) as error:
+        raise CheckpointError(
+            f"{Path(path) / ALGORITHM_STATE_FILE} is damaged: its rng_states cannot be restored "
+            f"({type(error).__name__}: {error}); restore without them with "
+            "restore_from_path(path, component='learner_group')") from None
 
 
 def read_config(path: str | Path) -> AlgorithmConfig:
-    """The config saved with a checkpoint."""
-    config_file = Path(path) / CONFIG_FILE
-    if not config_file.exists():
-        reason = read_algorithm_state(path).get(NO_CONFIG_KEY, "it was not saved")
+    """The config saved with a checkpoint (read without importing or calling anything it
+    names, see ``config_files``)."""
+    _checkpoint_folder(path)
+    if not (Path(path) / CONFIG_FILE).exists():
+        reason = _read_state_json(path).get(NO_CONFIG_KEY, "it was not saved")
         raise DataNotFoundError(f"{path} has no {CONFIG_FILE} ({reason}); pass the config: "
                                 "Algorithm.from_checkpoint(path, config=...)")
+    config_file = _checkpoint_file(path, CONFIG_FILE, MAX_CONFIG_BYTES)
     return _without_credentials(AlgorithmConfig.from_yaml(config_file), path)
 
 
 def learner_state_file(path: str | Path) -> Path:
-    """The torch file with module weights and optimizer state."""
-    return _checkpoint_file(path, LEARNER_STATE_FILE)
+    """The torch file with module weights and optimizer state (checked to be a regular file
+    inside the checkpoint, within ``MAX_LEARNER_STATE_BYTES``)."""
+    return _checkpoint_file(path, LEARNER_STATE_FILE, MAX_LEARNER_STATE_BYTES)
 
 
 def load_module(path: str | Path) -> Any:
@@ -157,8 +206,19 @@ def load_module(path: str | Path) -> Any:
     return module.eval()
 
 
-def _checkpoint_file(path: str | Path, name: str) -> Path:
-    file = Path(path) / name
-    if not file.exists():
+def _checkpoint_folder(path: str | Path) -> Path:
+    folder = Path(path)
+    if not folder.is_dir():
+        raise DataNotFoundError(f"{path} is not an offline-rl checkpoint: "
+                                f"{'it is a file' if folder.exists() else 'it does not exist'}"
+                                "; give the checkpoint folder (it holds "
+                                f"{CONFIG_FILE} and {LEARNER_STATE_FILE})")
+    return folder
+
+
+def _checkpoint_file(path: str | Path, name: str, max_bytes: int) -> Path:
+    file = _checkpoint_folder(path) / name
+    if not file.exists() and not file.is_symlink():
         raise DataNotFoundError(f"{path} is not an offline-rl checkpoint: {name} is missing")
-    return file
+    return checked_file(file, max_bytes=max_bytes, error=CheckpointError, folder=path)
+

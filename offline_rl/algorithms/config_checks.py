@@ -3,6 +3,8 @@ with what the field must be."""
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +17,19 @@ from offline_rl.formats.checks import (
     OBS_BOUNDS_POLICIES,
 )
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.writer import WRITE_METHODS
 
 RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
+#: Largest ``train_batch_size_per_learner`` (rows): past it one batch's columns alone take tens
+#: of GB. Raise it here for a learner that can hold more.
+MAX_TRAIN_BATCH_SIZE = 2**24
+#: Keywords ``ray.data.read_parquet``/``read_json`` pass on to pyarrow (their ``**kwargs``).
+ARROW_READ_KWARGS = {
+    "read_parquet": {"dataset_kwargs", "schema", "use_threads", "filter", "batch_size",
+                     "batch_readahead", "fragment_readahead", "fragment_scan_options"},
+    "read_json": {"read_options", "parse_options", "convert_options", "block_size"},
+}
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
@@ -32,10 +44,13 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
     has_spaces = config.observation_space is not None and config.action_space is not None
     check(config.env is not None or has_spaces, "environment",
           "set env=, or both observation_space= and action_space=")
-    check(bool(config.input_), "input_", "set the path(s) of the data to train on")
+    problems += input_problems(config)
     problems += learning_rate_problems(config, ["lr"])
-    check(_positive_int(config.train_batch_size_per_learner), "train_batch_size_per_learner",
-          f"must be an int >= 1, got {config.train_batch_size_per_learner!r}")
+    check(_positive_int(config.train_batch_size_per_learner)
+          and config.train_batch_size_per_learner <= MAX_TRAIN_BATCH_SIZE,
+          "train_batch_size_per_learner",
+          f"must be an int from 1 to {MAX_TRAIN_BATCH_SIZE:,} (config_checks."
+          f"MAX_TRAIN_BATCH_SIZE), got {config.train_batch_size_per_learner!r}")
     check(config.grad_clip is None or _positive(config.grad_clip), "grad_clip",
           f"must be None or a number > 0, got {config.grad_clip!r}")
     check(config.grad_clip_by in ("value", "norm", "global_norm"), "grad_clip_by",
@@ -83,6 +98,7 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           f"must be a list of column names, got {config.input_compress_columns!r}")
     check(isinstance(config.input_read_method, str) or callable(config.input_read_method),
           "input_read_method", "must be a ray.data.read_* name or a callable")
+    problems += map_batches_problems(config.map_batches_kwargs)
     check("batch_size" not in config.map_batches_kwargs, "map_batches_kwargs",
           "batch_size is chosen by offline-rl (set input_read_batch_size instead)")
     reserved = [k for k in RESERVED_ITER_KWARGS if k in config.iter_batches_kwargs]
@@ -136,12 +152,88 @@ def config_problems(config: Any) -> list[tuple[str, str]]:
           "actors that play while this process trains) and an evaluation_interval")
     problems.extend(checkpointing_problems(config.checkpoint_frequency,
                                            config.keep_checkpoints_num))
+    check(config.seed is None or _non_negative_int(config.seed), "seed",
+          f"must be None or an int >= 0, got {config.seed!r}")
+    check(config.env is None or isinstance(config.env, str) or callable(config.env), "env",
+          f"must be a gymnasium id or a creator env_config -> env, got {config.env!r}")
+    check(isinstance(config.env_config, dict), "env_config",
+          f"must be a dict of keyword arguments for the env, got {config.env_config!r}")
+    check(config.rl_module_spec is None or isinstance(config.rl_module_spec, RLModuleSpec),
+          "rl_module_spec", f"must be None or an RLModuleSpec, got {config.rl_module_spec!r}")
     check(_non_negative(config.num_cpus_for_main_process), "num_cpus_for_main_process",
           f"must be a number >= 0, got {config.num_cpus_for_main_process!r}")
     try:
         DefaultModelConfig.from_dict(config.model_config)
     except (TypeError, ConfigError) as error:
         problems.append(("model_config", str(error)))
+    return problems
+
+
+def input_problems(config: Any) -> list[tuple[str, str]]:
+    """``input_`` (a path or a list of them), ``input_read_schema`` (column renames) and
+    ``input_read_method_kwargs`` (keywords the read method takes)."""
+    problems = []
+    paths = config.input_
+    if isinstance(paths, dict):
+        problems.append(("input_", "weighted mixing of sources ({path: weight}) is not "
+                         "supported yet, and its weights would be ignored; give one path or a "
+                         "list of paths, whose rows are read alike"))
+    elif not paths:
+        problems.append(("input_", "set the path(s) of the data to train on"))
+    elif not (isinstance(paths, str) or (isinstance(paths, list | tuple) and all(
+            isinstance(path, str) and path for path in paths))):
+        problems.append(("input_", f"must be a path or URI (str) or a list of them, got "
+                         f"{paths!r}"))
+    schema = config.input_read_schema
+    if not (isinstance(schema, dict) and all(isinstance(key, str) and isinstance(value, str)
+                                             for key, value in schema.items())):
+        problems.append(("input_read_schema", "must map column names in the data to offline-rl's"
+                         f" (e.g. {{'observation': 'obs'}}), got {schema!r}"))
+    kwargs = config.input_read_method_kwargs
+    if not isinstance(kwargs, dict):
+        problems.append(("input_read_method_kwargs", f"must be a dict of keyword arguments, got "
+                         f"{kwargs!r}"))
+    elif isinstance(config.input_read_method, str):
+        problems += _read_kwargs_problems(config.input_read_method, kwargs)
+    return problems
+
+
+def _read_kwargs_problems(method: str, kwargs: dict[str, Any]) -> list[tuple[str, str]]:
+    import ray.data
+
+    function = getattr(ray.data, method, None) if method.startswith("read_") else None
+    if not callable(function):
+        return []  # resolve_read_method names the problem when the data is read
+    parameters = inspect.signature(function).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    if takes_any and method not in ARROW_READ_KWARGS:
+        return []
+    known = {name for name, p in parameters.items()
+             if p.kind is not inspect.Parameter.VAR_KEYWORD} - {"paths"}
+    known |= ARROW_READ_KWARGS.get(method, set())
+    unknown = sorted(set(kwargs) - known)
+    if not unknown:
+        return []
+    return [("input_read_method_kwargs", f"ray.data.{method} takes no {unknown}; it takes "
+             f"{sorted(known)}")]
+
+
+def map_batches_problems(kwargs: Any) -> list[tuple[str, str]]:
+    """``map_batches_kwargs``: a dict; ``concurrency`` an int >= 1 or a ``(min, max)`` range of
+    them; ``num_cpus``/``num_gpus`` numbers >= 0."""
+    if not isinstance(kwargs, dict):
+        return [("map_batches_kwargs", f"must be a dict of keyword arguments, got {kwargs!r}")]
+    problems = []
+    concurrency = kwargs.get("concurrency", 1)
+    pool = (list(concurrency) if isinstance(concurrency, list | tuple)
+            else [concurrency, concurrency])
+    if not (len(pool) == 2 and all(_positive_int(size) for size in pool) and pool[0] <= pool[1]):
+        problems.append(("map_batches_kwargs", "concurrency must be an int >= 1 (PreLearner "
+                         "actors) or a [min, max] range of them, got " f"{concurrency!r}"))
+    for resource in ("num_cpus", "num_gpus"):
+        if resource in kwargs and not _non_negative(kwargs[resource]):
+            problems.append(("map_batches_kwargs", f"{resource} must be a number >= 0, got "
+                             f"{kwargs[resource]!r}"))
     return problems
 
 
@@ -182,11 +274,15 @@ def checkpointing_problems(checkpoint_frequency: Any,
 
 
 def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return _finite(value) and value > 0
 
 
 def _non_negative(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return _finite(value) and value >= 0
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _positive_int(value: Any) -> bool:
@@ -211,6 +307,6 @@ def number_problems(config: Any, wanted: dict[str, tuple[str, Callable[[float], 
     problems = []
     for field, (what, holds) in wanted.items():
         value = getattr(config, field)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not holds(value):
-            problems.append((field, f"must be a number {what}, got {value!r}"))
+        if not _finite(value) or not holds(value):
+            problems.append((field, f"must be a finite number {what}, got {value!r}"))
     return problems

@@ -1,7 +1,12 @@
 """Configs as plain data: the ``{"algorithm": ..., section: {field: value}}`` layout that
-``AlgorithmConfig.to_dict``/``from_dict`` use, and YAML files of it. Reading never imports
-code a file names: the class is the registered one of ``algorithm``, or a ``config_class``
-already defined in this process."""
+``AlgorithmConfig.to_dict``/``from_dict`` use, and YAML files of it.
+
+Reading never imports or calls code a file names: the config class is the registered one of
+``algorithm``, or a ``config_class`` already defined in this process; a class named by a field
+(``prelearner_class``, ``learner_connector``, an estimator's ``type``, ...) is looked up in the
+modules this process has imported and must subclass what the field takes; an env id's
+``module:`` prefix must name an imported module. YAML files are read within a size cap, as
+UTF-8, with a bounded number of aliases."""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ import yaml
 
 from offline_rl.algorithms.registry import get_algorithm_config_class, saved_config_class
 from offline_rl.errors import ConfigError
-from offline_rl.import_path import import_path
+from offline_rl.file_checks import read_checked_bytes
+from offline_rl.import_path import import_path, imported_module, resolve_class
 from offline_rl.spaces import space_from_dict, space_to_dict
 
 #: Builder methods, in the order ``to_dict`` writes their sections.
@@ -47,6 +53,9 @@ def config_from_dict(values: dict[str, Any], default_class: type) -> Any:
         if section not in SECTIONS:
             raise ConfigError(f"unknown config section {section!r}; sections are "
                               f"{['algorithm', *SECTIONS]}")
+        if not isinstance(options, dict | None):
+            raise ConfigError(f"section {section!r} must be a mapping of keys to values, got "
+                              f"{type(options).__name__} {options!r}")
         options = dict(options or {})
         valid = config.section_fields(section)
         unknown = sorted(set(options) - set(valid))
@@ -56,14 +65,78 @@ def config_from_dict(values: dict[str, Any], default_class: type) -> Any:
         for space in SPACE_FIELDS:
             if isinstance(options.get(space), dict):
                 options[space] = space_from_dict(options[space])
-        getattr(config, section)(**options)
+        getattr(config, section)(**resolve_named(options, section))
     return config
 
 
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """A YAML config file's contents (a mapping of sections)."""
+def config_from_file(path: str | Path, default_class: type) -> Any:
+    """The config in the YAML file ``path`` (``read_config_file``, then ``config_from_dict``);
+    a ``ConfigError`` names the file."""
+    values = read_config_file(path)
     try:
-        values = yaml.safe_load(Path(path).read_text())
+        return config_from_dict(values, default_class)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error.message}") from None
+
+
+def named_class_bases() -> dict[str, type]:
+    """The fields that may name a class, and the class each name must subclass."""
+    from connectors import ConnectorV2
+    from offline_rl.data.offline_data import OfflineData
+    from offline_rl.data.prelearner import OfflinePreLearner
+    from offline_rl.episodes.replay_buffer import EpisodeReplayBuffer
+
+    return {"learner_connector": ConnectorV2, "prelearner_class": OfflinePreLearner,
+            "prelearner_buffer_class": EpisodeReplayBuffer, "offline_data_class": OfflineData}
+
+
+def resolve_named(options: dict[str, Any], where: str) -> dict[str, Any]:
+    """``options`` with each class named by a string replaced by the class (found without
+    importing, see ``resolve_class``), in ``evaluation_config`` and the estimators' ``type``
+    too; an env id's ``module:`` prefix must name an imported module."""
+    from offline_rl.evaluation.off_policy import OffPolicyEstimator
+
+    resolved = dict(options)
+    for field, base in named_class_bases().items():
+        if isinstance(resolved.get(field), str):
+            resolved[field] = resolve_class(resolved[field], base, f"{where}.{field}")
+    env = resolved.get("env")
+    if isinstance(env, str) and ":" in env:
+        imported_module(env.partition(":")[0], f"{where}.env names {env!r}, but")
+    methods = resolved.get("off_policy_estimation_methods")
+    if isinstance(methods, dict):
+        resolved["off_policy_estimation_methods"] = {
+            name: {**spec, "type": resolve_class(spec["type"], OffPolicyEstimator,
+                                                 f"{where}.off_policy_estimation_methods."
+                                                 f"{name}.type")}
+            if isinstance(spec, dict) and ":" in str(spec.get("type", "")) else spec
+            for name, spec in methods.items()}
+    if isinstance(resolved.get("evaluation_config"), dict):
+        resolved["evaluation_config"] = resolve_named(resolved["evaluation_config"],
+                                                      f"{where}.evaluation_config")
+    return resolved
+
+
+#: Largest YAML config read, in bytes (configs are a few KiB).
+MAX_CONFIG_BYTES = 1024 * 1024
+#: Most aliases (``*name``) a YAML config may use: each may stand for a whole subtree, so a few
+#: nested ones expand into billions of values (the "billion laughs").
+MAX_CONFIG_ALIASES = 100
+
+
+def read_config_file(path: str | Path, *, max_bytes: int = MAX_CONFIG_BYTES,
+                     max_aliases: int = MAX_CONFIG_ALIASES) -> dict[str, Any]:
+    """A YAML config file's contents (a mapping of sections): a regular file of at most
+    ``max_bytes``, UTF-8, plain YAML (no tags that build objects), at most ``max_aliases``
+    aliases; ``ConfigError`` naming the file otherwise."""
+    raw = read_checked_bytes(path, max_bytes=max_bytes, error=ConfigError)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start} is "
+                          f"{raw[error.start:error.start + 1]!r}); save it as UTF-8") from None
+    try:
+        values = _BoundedLoader(text, str(path), max_aliases).get_single_data()
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is no plain YAML config ({str(error).splitlines()[0]}); "
                           "config files hold mappings, lists, strings and numbers only (tags "
@@ -72,6 +145,23 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: expected a mapping of config sections, got "
                           f"{type(values).__name__}")
     return values
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document with more than ``max_aliases`` aliases."""
+
+    def __init__(self, text: str, name: str, max_aliases: int) -> None:
+        super().__init__(text)
+        self.name, self.max_aliases, self.aliases = name, max_aliases, 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > self.max_aliases:
+                raise ConfigError(f"{self.name} uses more than {self.max_aliases} YAML aliases "
+                                  "(*name); refused, as aliases of aliases can expand without "
+                                  "bound. Write the values out")
+        return super().compose_node(parent, index)
 
 
 def write_config_file(values: dict[str, Any], path: str | Path) -> None:

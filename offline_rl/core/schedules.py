@@ -34,13 +34,15 @@ def learning_rate_problem(value: Any) -> str | None:
     """
     if not is_schedule(value):
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        return None if number and value > 0 else f"must be a number > 0, got {value!r}"
+        return (None if number and 0 < value < math.inf
+                else f"must be a finite number > 0, got {value!r}")
     points = [list(point) if is_schedule(point) else point for point in value]
     if not points or any(not isinstance(point, list) or len(point) != 2 for point in points):
         return f"a schedule is a list of [timestep, learning_rate] pairs, got {value!r}"
     timesteps, rates = zip(*points)
-    if any(isinstance(x, bool) or not isinstance(x, int | float) for x in timesteps + rates):
-        return f"a schedule's timesteps and learning rates are numbers, got {value!r}"
+    if any(isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x)
+           for x in timesteps + rates):
+        return f"a schedule's timesteps and learning rates are finite numbers, got {value!r}"
     if timesteps[0] != 0:
         return f"a schedule must start at timestep 0, got {points!r}"
     if any(later <= earlier for earlier, later in itertools.pairwise(timesteps)):

@@ -46,6 +46,13 @@ class DefaultModelConfig:
         if unknown:
             raise ConfigError(f"unknown model_config key(s) {unknown}; known keys: {sorted(known)}")
         config = cls(**values)
+        for name in ("fcnet_hiddens", "head_fcnet_hiddens"):
+            sizes = getattr(config, name)
+            if not isinstance(sizes, list | tuple) or not all(
+                    isinstance(units, int) and not isinstance(units, bool) and units >= 1
+                    for units in sizes):
+                raise ConfigError(f"model_config {name}={sizes!r}: give a list of layer sizes, "
+                                  "each an int >= 1 (units), e.g. [256, 256]")
         for name in ("fcnet_activation", "head_fcnet_activation"):
             if getattr(config, name) not in ACTIVATIONS:
                 raise ConfigError(
