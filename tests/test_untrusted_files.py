@@ -80,6 +80,15 @@ def test_a_checkpoint_naming_code_is_refused_and_the_code_never_runs(
     assert not marker.exists() and module not in sys.modules
 
 
+@pytest.mark.parametrize("field", ["input_read_method_kwargs", "map_batches_kwargs"])
+def test_a_config_file_cannot_set_a_runtime_env(tmp_path, field):
+    folder = saved_config(tmp_path / "checkpoint", {"offline_data": {
+        field: {"ray_remote_args": {"runtime_env": {"pip": ["planted-package"]}}}}})
+    with pytest.raises(ConfigError, match=rf"offline_data\.{field} sets a Ray runtime_env, which "
+                                          r"installs and runs code"):
+        AlgorithmConfig.from_yaml(folder / CONFIG_FILE)
+
+
 def test_a_name_resolves_to_a_class_of_an_imported_module_that_fits_the_field(tmp_path):
     from tests.prelearners import NegatedRewards
 
@@ -198,6 +207,9 @@ def test_a_damaged_checkpoint_file_is_named_and_nothing_hangs(
     ("[" * 100_000 + "]" * 100_000, "it nests too deep"),
     ('{"training_iteration": "seven"}', "training_iteration is 'seven', not a count"),
     ("not json", "not JSON"),
+    ('{"training_iteration": 1, "num_env_steps_trained_lifetime": 1, "num_updates_lifetime": 1, '
+     '"data_position": {"epoch": "x"}}', "data_position is {'epoch': 'x'}, not where a data "
+                                         "stream stood"),
 ])
 def test_damaged_counters_are_named(saved_checkpoint, tmp_path, state, message):
     algo, saved = saved_checkpoint

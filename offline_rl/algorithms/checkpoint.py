@@ -139,12 +139,26 @@ def read_algorithm_state(path: str | Path) -> dict[str, Any]:
     """The counters saved with a checkpoint; ``CheckpointError`` naming the file when it is
     damaged (not JSON, nested past a bound, counters that are not counts)."""
     state = _read_state_json(path)
+    file = Path(path) / ALGORITHM_STATE_FILE
     for counter in COUNTERS:
-        value = state.get(counter)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise CheckpointError(f"{Path(path) / ALGORITHM_STATE_FILE} is damaged: {counter} is "
-                                  f"{value!r}, not a count")
+        if not _is_count(state.get(counter)):
+            raise CheckpointError(f"{file} is damaged: {counter} is {state.get(counter)!r}, not "
+                                  "a count")
+    position = state.get("data_position")
+    if position is not None and not (
+            isinstance(position, dict) and isinstance(position.get("ended"), bool)
+            and all(_is_count(position.get(name)) for name in ("epoch", "rows",
+                                                               "epochs_completed"))
+            and isinstance(position.get("epoch_rows"), list)
+            and all(_is_count(rows) for rows in position["epoch_rows"])):
+        raise CheckpointError(f"{file} is damaged: data_position is {position!r}, not where a "
+                              "data stream stood; restore without it with "
+                              "restore_from_path(path, component='learner_group')")
     return state
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _read_state_json(path: str | Path) -> dict[str, Any]:

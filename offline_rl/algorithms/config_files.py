@@ -100,6 +100,11 @@ def resolve_named(options: dict[str, Any], where: str) -> dict[str, Any]:
     for field, base in named_class_bases().items():
         if isinstance(resolved.get(field), str):
             resolved[field] = resolve_class(resolved[field], base, f"{where}.{field}")
+    for field, value in resolved.items():
+        if field.endswith("_kwargs") and "runtime_env" in _keys(value):
+            raise ConfigError(f"{where}.{field} sets a Ray runtime_env, which installs and runs "
+                              "code (pip packages, modules, env vars); a config file cannot. "
+                              "Give it in Python, or to ray.init / ray job submit")
     env = resolved.get("env")
     if isinstance(env, str) and ":" in env:
         imported_module(env.partition(":")[0], f"{where}.env names {env!r}, but")
@@ -122,6 +127,15 @@ MAX_CONFIG_BYTES = 1024 * 1024
 #: Most aliases (``*name``) a YAML config may use: each may stand for a whole subtree, so a few
 #: nested ones expand into billions of values (the "billion laughs").
 MAX_CONFIG_ALIASES = 100
+
+
+def _keys(value: Any) -> set[str]:
+    """Every key of the dicts nested in ``value``."""
+    if isinstance(value, dict):
+        return set(value).union(*(_keys(nested) for nested in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_keys(nested) for nested in value))
+    return set()
 
 
 def read_config_file(path: str | Path, *, max_bytes: int = MAX_CONFIG_BYTES,
