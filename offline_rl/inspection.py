@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,7 +39,9 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
+from offline_rl.data.input_files import list_data_files
 from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.formats.json_nesting import MAX_JSON_DEPTH, deeper_than
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.checks import check_actions, observations_outside
 from offline_rl.formats.episode_input import decode_episode
@@ -80,7 +83,10 @@ def find_data_files(path: str, filesystem: pafs.FileSystem,
     """The data files at ``path`` on ``filesystem`` (path and size of each): the file itself,
     or the files under the folder (recursively) whose names end with one of ``suffixes``,
     sorted by path. Names starting with ``.`` or ``_`` (temporary and metadata files, which Ray
-    Data skips too) and the dataset card ``dataset.json`` are left out. A missing path raises
+    Data skips too) and the dataset card ``dataset.json`` are left out. Each file is checked to
+    be a regular file inside the folder within the size cap (``list_data_files``: a symlink
+    leading outside, a FIFO or folder named as a data file is a ``DataFormatError``); broken
+    symlinks are skipped with a warning naming them. A missing path raises
     ``FileNotFoundError``.
 
     Example:
@@ -91,20 +97,16 @@ def find_data_files(path: str, filesystem: pafs.FileSystem,
         >>> [os.path.basename(f.path) for f in find_data_files(folder, pafs.LocalFileSystem())]
         ['a.json', 'b.parquet']
     """
-    info = filesystem.get_file_info(path)
-    if info.type == pafs.FileType.NotFound:
-        raise FileNotFoundError(f"{path!r} does not exist on {type(filesystem).__name__}; check "
-                                "the path (and the filesystem it is on)")
-    if info.type == pafs.FileType.File:
-        return [info]
-    files = []
-    for entry in filesystem.get_file_info(pafs.FileSelector(path, recursive=True)):
-        relative = entry.path[len(path.rstrip("/")) + 1:].split("/")
-        if (entry.type == pafs.FileType.File and entry.path.endswith(tuple(suffixes))
-                and relative[-1] != CARD_NAME
-                and not any(part.startswith((".", "_")) for part in relative)):
-            files.append(entry)
-    return sorted(files, key=lambda entry: entry.path)
+    try:
+        found = list_data_files(path, filesystem, path, tuple(suffixes), hidden=False)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path!r} does not exist on {type(filesystem).__name__}; "
+                                "check the path (and the filesystem it is on)") from None
+    if found.skipped:
+        warnings.warn(f"skipped {len(found.skipped)} file(s) under {path!r} that cannot be "
+                      f"read: {'; '.join(found.skipped)}. Fix or remove them", stacklevel=2)
+    files = [file for file in found.files if os.path.basename(file) != CARD_NAME]
+    return filesystem.get_file_info(files)
 
 
 def inspect_dataset(path: str, *, input_read_method: str | None = None,
@@ -308,6 +310,10 @@ def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, di
         for number, line in enumerate(io.TextIOWrapper(stream, encoding="utf-8"), start=1):
             if not line.strip():
                 continue
+            if deeper_than(line.encode("utf-8")) is not None:
+                raise DataFormatError(f"{file}, line {number}: JSON nested deeper than "
+                                      f"{MAX_JSON_DEPTH} levels, which no SampleBatch holds; "
+                                      "the file is damaged or not data: re-write it")
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:

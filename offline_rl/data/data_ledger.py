@@ -11,7 +11,7 @@ import ray
 
 #: Ledger entries that count data dropped from training (the others count data kept).
 DROP_REASONS = ("duplicate_episodes", "empty_episodes", "nonfinite_episodes", "nonfinite_rows",
-                "out_of_bounds_episodes", "out_of_bounds_rows")
+                "out_of_bounds_episodes", "out_of_bounds_rows", "skipped_files")
 
 
 @ray.remote(num_cpus=0)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import looks_compressed
+from offline_rl.data.input_files import read_method_suffixes
 from offline_rl.data.input_reader import data_files, input_paths
 from offline_rl.errors import DataFormatError, error_chain
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 #: Seconds ``find_damaged_file`` reads files for before it gives up.
 SEARCH_BUDGET_S = 60.0
-#: File name endings each read method reads.
-SUFFIXES = {"read_parquet": (".parquet",), "read_json": (".json", ".jsonl")}
 
 
 def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
@@ -39,7 +38,7 @@ def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
     """``(shown, filesystem, path)`` of each input file, sorted within each input path:
     ``shown`` as the user wrote it (``s3://bucket/key`` stays so), ``path`` as ``filesystem``
     opens it."""
-    suffixes = SUFFIXES.get(read_method, ("",))
+    suffixes = read_method_suffixes(read_method)
     for path in paths:
         if filesystem is not None:
             fs, located = filesystem, filesystem_path(path, filesystem)

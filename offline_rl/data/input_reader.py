@@ -24,8 +24,10 @@ import pyarrow.parquet as pq
 import ray.data
 
 from offline_rl.columns import Columns
+from offline_rl.data.input_files import list_data_files
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.tabular import missing_columns, resolve_schema
 from offline_rl.placement import current_placement_group
 
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
 _GLOB_CHARS = frozenset("*?[")
 #: Set to "1" to read Parquet with Ray Data's newer datasource (slower to start on small data).
 DATASOURCE_V2_ENV = "RAY_DATA_USE_DATASOURCE_V2"
+#: Times a read task that failed (its process crashed, or its node was lost) is tried again.
+READ_MAX_RETRIES = 3
+
+
 def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
                 filesystem: pafs.FileSystem | None = None) -> list[str]:
     """``input_`` as a list of paths, globs (``*``, ``?``, ``[...]``) expanded and sorted.
@@ -179,12 +185,25 @@ def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None) 
             raise DataFormatError(_no_parquet(path, fs, located))
 
 
+def check_json_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
+    """Scans every JSON input file (URIs without a filesystem are left to Ray Data) for
+    nesting deeper than ``MAX_JSON_DEPTH`` before Arrow's JSON reader, which would crash on
+    it, parses any: ``DataFormatError`` naming the file and line."""
+    for path in paths:
+        if filesystem is None and is_uri(path):
+            continue
+        fs = filesystem or pafs.LocalFileSystem()
+        located = filesystem_path(path, filesystem)
+        scheme = path[: len(path) - len(located)]
+        for file in data_files(path, fs, located, (".json", ".jsonl")):
+            with fs.open_input_stream(file) as stream:
+                check_json_nesting(stream, scheme + file)
+
+
 def _no_parquet(path: str, fs: pafs.FileSystem, located: str) -> str:
     """Why ``path`` cannot be read with ``read_parquet``, and what reads it instead."""
-    listing = fs.get_file_info(pafs.FileSelector(located, recursive=True, allow_not_found=True))
-    json_files = sorted(entry.base_name for entry in listing
-                        if entry.type == pafs.FileType.File
-                        and entry.base_name.endswith((".json", ".jsonl")))
+    json_files = [os.path.basename(file) for file in
+                  list_data_files(path, fs, located, (".json", ".jsonl")).files]
     if json_files:
         shown = ", ".join(json_files[:3]) + (", ..." if len(json_files) > 3 else "")
         return (f"no Parquet files (*.parquet) under {path!r}, but JSON files ({shown}): read "
@@ -214,25 +233,48 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
 
 
 def data_files(path: str, fs: pafs.FileSystem, located: str,
-               suffixes: tuple[str, ...] = (".parquet",)) -> list[str]:
+               suffixes: tuple[str, ...] | None = (".parquet",)) -> list[str]:
     """``located`` itself if it is a file, else the files under it whose names end with one of
-    ``suffixes`` (default: Parquet), sorted. ``path`` is how the user gave it, for messages."""
+    ``suffixes`` (default: Parquet; ``None``: any name), sorted; each checked to be a regular
+    file inside the folder within the size cap (``list_data_files``), broken symlinks left
+    out (``check_input_files`` names them). ``path`` is how the user gave it, for messages."""
     try:
-        info = fs.get_file_info(located)
-        listing = (fs.get_file_info(pafs.FileSelector(located, recursive=True))
-                   if info.type == pafs.FileType.Directory else [])
+        return list_data_files(path, fs, located, suffixes).files
+    except DataNotFoundError:
+        raise
     except FileNotFoundError as error:
         raise DataNotFoundError(_not_found(path, fs)) from error
     except OSError as error:
         raise DataNotFoundError(
             f"cannot read input_={path!r} through {type(fs).__name__}: {error}. Check the path "
             "and input_filesystem_kwargs (endpoint, credentials, region)") from error
-    if info.type == pafs.FileType.NotFound:
-        raise DataNotFoundError(_not_found(path, fs))
-    if info.type == pafs.FileType.File:
-        return [located]
-    return sorted(entry.path for entry in listing
-                  if entry.type == pafs.FileType.File and entry.path.endswith(suffixes))
+
+
+def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                      suffixes: tuple[str, ...] | None) -> list[str]:
+    """Lists every input path before any Ray work (URIs without a filesystem are left to Ray
+    Data), so that a file that is no regular file inside its folder, or is over the size cap,
+    fails here naming it; returns the files skipped (broken or looping symlinks, folders that
+    cannot be listed), each with why, after a warning naming them."""
+    skipped: list[str] = []
+    for path in paths:
+        if filesystem is None and is_uri(path):
+            continue
+        fs = filesystem or pafs.LocalFileSystem()
+        try:
+            skipped += list_data_files(path, fs, filesystem_path(path, filesystem),
+                                       suffixes).skipped
+        except DataNotFoundError:
+            raise
+        except FileNotFoundError as error:
+            raise DataNotFoundError(_not_found(path, fs)) from error
+    if skipped:
+        shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
+                                          if len(skipped) > 5 else "")
+        warnings.warn(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
+                      "Fix or remove them (they are counted in result['data']['dropped']"
+                      "['skipped_files'])", stacklevel=3)
+    return skipped
 
 
 def _not_found(path: str, fs: pafs.FileSystem) -> str:
@@ -339,7 +381,10 @@ def quiet_data_context(*, preserve_order: bool = False,
 
 def read_input(config: DataConfig) -> ray.data.Dataset:
     """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
-    (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme)."""
+    (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme). A
+    ``ray.data.read_*`` method's read tasks are retried at most ``READ_MAX_RETRIES`` times
+    (Ray Data's default is without end, so a reader that crashes on a file never stops),
+    unless ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
     read = resolve_read_method(config.input_read_method)
     filesystem = resolve_filesystem(config.input_filesystem, config.input_filesystem_kwargs)
     kwargs = dict(config.input_read_method_kwargs)
@@ -348,6 +393,9 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
             raise ConfigError("the filesystem is set twice: give it as input_filesystem or in "
                              "input_read_method_kwargs, not both")
         kwargs["filesystem"] = filesystem
+    if isinstance(config.input_read_method, str):  # Ray Data retries a crashed read forever
+        kwargs["ray_remote_args"] = {"max_retries": READ_MAX_RETRIES,
+                                     **kwargs.get("ray_remote_args", {})}
     paths = [filesystem_path(path, filesystem)
              for path in input_paths(config.input_, filesystem)]
     with quiet_data_context(preserve_order=config.seed is not None):

@@ -20,7 +20,10 @@ from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPositi
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.input_locator import find_damaged_file, read_failure
+from offline_rl.data.input_files import read_method_suffixes
 from offline_rl.data.input_reader import (
+    check_input_files,
+    check_json_files,
     check_parquet_columns,
     first_rows,
     input_paths,
@@ -93,6 +96,9 @@ class OfflineData:
         self.filesystem = resolve_filesystem(config.input_filesystem,
                                              config.input_filesystem_kwargs)
         self.paths = input_paths(config.input_, self.filesystem)
+        #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
+        self.skipped_files = check_input_files(self.paths, self.filesystem,
+                                               read_method_suffixes(config.input_read_method))
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         #: The columns every input file holds, when some hold more (``None``: all the same).
@@ -102,6 +108,8 @@ class OfflineData:
                                                       config.input_read_schema, spaces[0])
         elif config.input_read_method == "read_parquet":
             require_parquet_files(self.paths, self.filesystem)
+        elif config.input_read_method == "read_json":
+            check_json_files(self.paths, self.filesystem)
         self.batch_size = config.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
         if config.input_read_method == "read_parquet" and not config.input_read_sample_batches:
@@ -354,19 +362,19 @@ class OfflineData:
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
-        ``duplicate_episodes``, ``nonfinite_rows``, ...) and data kept but noted
+        ``duplicate_episodes``, ``nonfinite_rows``, ..., and the input files skipped when
+        listed, ``skipped_files``) and data kept but noted
         (``actions_out_of_bounds``). Never blocks, unless ``wait``: the ledger sends new totals
         as they change (see ``DataLedger``), normally before the batches they concern reach a
         learner, and this returns the latest that have arrived."""
-        if self._ledger is None:  # stopped (or not started): the last totals
-            return dict(self._counts)
-        if wait:
+        if self._ledger is not None and wait:
             self._counts = ray.get(self._ledger.totals.remote())
-            return dict(self._counts)
-        if self._pending_counts is not None and ray.wait([self._pending_counts], timeout=0)[0]:
+        elif (self._ledger is not None and self._pending_counts is not None
+              and ray.wait([self._pending_counts], timeout=0)[0]):
             self._counts_version, self._counts = ray.get(self._pending_counts)
             self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
-        return dict(self._counts)
+        skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
+        return {**self._counts, **skipped}
 
     def pool(self) -> dict[str, Any]:
         """The PreLearner actor pool as sized for the cluster: ``min_size``, ``max_size`` and

@@ -3,12 +3,17 @@ operator, and the time spent in the PreLearners."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import ray
 import ray.data
 from ray.data._internal.stats import DatasetStatsSummary
+
+#: Seconds ``split_stats_summary`` waits for an execution that is starting; its polling period.
+STATS_TIMEOUT_S = 60.0
+STATS_POLL_S = 0.05
 
 
 def pipeline_figures(summary: DatasetStatsSummary, prelearner_name: str) -> dict[str, Any]:
@@ -66,8 +71,22 @@ def _execution_order(summary: DatasetStatsSummary) -> Iterator[DatasetStatsSumma
     yield summary
 
 
-def split_stats_summary(shard: ray.data.DataIterator) -> DatasetStatsSummary:
+def split_stats_summary(shard: ray.data.DataIterator,
+                        timeout_s: float = STATS_TIMEOUT_S) -> DatasetStatsSummary:
     """The stats summary of the execution behind a ``streaming_split`` shard, which runs in
     Ray Data's split coordinator actor, not in this process. The shard's public ``stats()``
-    only renders it as text; the coordinator answers it on a spare concurrency slot."""
-    return ray.get(shard._coord_actor.stats.remote()).to_summary()
+    only renders it as text; the coordinator answers it on a spare concurrency slot.
+
+    While the coordinator sets up the next epoch's execution (the learners' streams start it
+    as soon as they have read an epoch's end; starting its PreLearner actors takes seconds),
+    Ray Data 2.60's coordinator fails the call with ``TypeError: 'NoneType' object is not
+    iterable`` (its new executor has no topology yet). That window is waited out, polling for
+    at most ``timeout_s`` seconds, after which the error is raised."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return ray.get(shard._coord_actor.stats.remote()).to_summary()
+        except TypeError:  # RayTaskError(TypeError): the next execution is starting
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(STATS_POLL_S)
