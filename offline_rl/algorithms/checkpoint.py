@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
+import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-from offline_rl.errors import CheckpointWriteError, ConfigError, DataNotFoundError
+from offline_rl.errors import CheckpointWriteError, ConfigError, DataNotFoundError, OutputError
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.recording.output_folder import some_paths
 
 CONFIG_FILE = "config.yaml"
 LEARNER_STATE_FILE = "learner_state.pt"
 ALGORITHM_STATE_FILE = "algorithm_state.json"
+#: The files a checkpoint folder holds: saving replaces a folder that holds only these.
+CHECKPOINT_FILES = (CONFIG_FILE, LEARNER_STATE_FILE, ALGORITHM_STATE_FILE)
 #: Key of ``algorithm_state.json`` saying why the config could not be saved.
 NO_CONFIG_KEY = "config_not_saved"
 #: Filesystem options never written to a checkpoint, by name.
@@ -40,12 +43,13 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
                      algorithm_state: dict[str, Any]) -> Path:
     """Writes a checkpoint folder at ``path`` (replacing an older one); returns the path.
 
-    Raises ``CheckpointWriteError`` naming the path and the free space when the files cannot
-    be written (a full disk, say): the staging folder is removed and an older checkpoint at
-    ``path`` stays as it was."""
+    Raises ``OutputError`` when ``path`` is a file, or a folder holding anything but a
+    checkpoint's files (those are never deleted); ``CheckpointWriteError`` naming the path and
+    the free space when the files cannot be written (a full disk, say): the staging folder is
+    removed and an older checkpoint at ``path`` stays as it was."""
     target = Path(path)
-    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    _check_replaceable(target)
+    staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     try:
         staging.mkdir(parents=True)
         _write_files(staging, learner, config, algorithm_state, target)
@@ -56,12 +60,30 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
             f"could not write the checkpoint {target} ({error}); {free / 2**20:.1f} MiB are free "
             "on its disk. Free space or save elsewhere; an older checkpoint there is intact"
         ) from None
-    previous = target.with_name(f"{target.name}.old-{os.getpid()}")
+    previous = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
     if target.exists():
         target.rename(previous)
     staging.rename(target)
     shutil.rmtree(previous, ignore_errors=True)
     return target
+
+
+def _check_replaceable(target: Path) -> None:
+    """Refuses a checkpoint path that is a file, or a folder whose entries are not all a
+    checkpoint's files: replacing it would delete what the user keeps there."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise OutputError(f"cannot save a checkpoint to {target}: it is a file (or a link), not "
+                          "a checkpoint folder; save to another path")
+    if not target.is_dir():
+        return
+    foreign = sorted(entry.name for entry in target.iterdir()
+                     if entry.name not in CHECKPOINT_FILES or not entry.is_file()
+                     or entry.is_symlink())
+    if foreign:
+        raise OutputError(
+            f"cannot save a checkpoint to {target}: that folder holds what a checkpoint does not "
+            f"({some_paths(foreign)}) and saving replaces the folder; save to another path, or "
+            "move them away")
 
 
 def _write_config(config: AlgorithmConfig, file: Path) -> None:
