@@ -105,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                             "learner, its place in the data) up to --max-iterations in all, "
                             "appending to its result files and curves; results written after "
                             "that checkpoint are replaced")
+    train.add_argument("--overwrite", action="store_true",
+                       help="train into an --output-dir that holds an earlier run's results, "
+                            "replacing them (other files there are kept)")
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(
@@ -225,9 +228,11 @@ def _train(args: argparse.Namespace) -> int:
 
     from offline_rl.algorithms.algorithm import Algorithm
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.checkpoint import check_checkpoint_path
     from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints, newest_checkpoint
     from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.monitoring import ResultLog
+    from offline_rl.monitoring.result_log import PROGRESS_FILE, RESULT_FILE
 
     config = AlgorithmConfig.from_yaml(args.config)
     if args.checkpoint_frequency is not None:
@@ -241,6 +246,13 @@ def _train(args: argparse.Namespace) -> int:
     output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
     if output.exists() and not output.is_dir():
         raise OutputError(f"output folder {output} is a file; name a folder with --output-dir")
+    replaced = [name for name in (PROGRESS_FILE, RESULT_FILE) if (output / name).exists()]
+    if replaced and not args.resume and not args.overwrite:
+        raise OutputError(f"--output-dir {output} already holds {' and '.join(replaced)} (an "
+                          "earlier run's results?) and training would replace them: continue "
+                          f"that run with --resume {output}, choose another --output-dir, or "
+                          "pass --overwrite to replace them")
+    check_checkpoint_path(output / "checkpoint")  # before training, not after it
     resumed_from = newest_checkpoint(args.resume) if args.resume else None
     checkpoints = PeriodicCheckpoints(output, frequency=config.checkpoint_frequency,
                                       keep=config.keep_checkpoints_num)

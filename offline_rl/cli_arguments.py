@@ -29,7 +29,9 @@ def describe(error: Exception) -> str:
     ours = find_error(error)
     if ours is not None:
         return ours.message or str(ours)
-    if isinstance(error, OSError) and error.filename is not None:
+    if isinstance(error, OSError):
+        if error.filename is None:  # a message of its own, naming the path
+            return str(error)
         return (f"{error.filename}: {error.strerror or error}; check that the path exists and "
                 "that you may read (or, for an output, write) it")
     return (f"{type(error).__name__}: {error} (unexpected: rerun with --verbose for the "

@@ -48,7 +48,7 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
     the free space when the files cannot be written (a full disk, say): the staging folder is
     removed and an older checkpoint at ``path`` stays as it was."""
     target = Path(path)
-    _check_replaceable(target)
+    check_checkpoint_path(target)
     staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     try:
         staging.mkdir(parents=True)
@@ -68,9 +68,10 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
     return target
 
 
-def _check_replaceable(target: Path) -> None:
-    """Refuses a checkpoint path that is a file, or a folder whose entries are not all a
-    checkpoint's files: replacing it would delete what the user keeps there."""
+def check_checkpoint_path(target: Path) -> None:
+    """Raises ``OutputError`` when a checkpoint cannot be saved to ``target`` without losing a
+    user's file: it is a file, or a folder whose entries are not all a checkpoint's files
+    (saving replaces the folder)."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise OutputError(f"cannot save a checkpoint to {target}: it is a file (or a link), not "
                           "a checkpoint folder; save to another path")
