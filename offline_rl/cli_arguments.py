@@ -29,6 +29,9 @@ def describe(error: Exception) -> str:
     ours = find_error(error)
     if ours is not None:
         return ours.message or str(ours)
+    if type(error).__module__.startswith("gymnasium"):  # e.g. an env id that is not registered
+        return (f"{type(error).__name__}: {str(error).rstrip('.')}; check the env id (gymnasium."
+                "pprint_registry() lists the registered ones)")
     if isinstance(error, OSError):
         if error.filename is None:  # a message of its own, naming the path
             return str(error)

@@ -74,6 +74,9 @@ CASES = {
     "inspect, missing dataset": (["inspect", "{missing}"], "'{missing}' does not exist"),
     "inspect, plot into a folder": (["inspect", "{folder}", "--plot", "{folder}"],
                                     "argument --plot: '{folder}' is a folder"),
+    "inspect, unknown env": (["inspect", "{folder}", "--env", "NoSuchEnv-v0"],
+                             "NameNotFound: Environment `NoSuchEnv` doesn't exist; check the env "
+                             "id (gymnasium.pprint_registry() lists the registered ones)"),
     "plot, missing run": (["plot", "{missing}"], "argument run_dir: '{missing}' does not exist"),
     "plot, not a run": (["plot", "{folder}"], "{folder} has no result.json"),
     "plot, PNG in a missing folder": (["plot", "{folder}", "--out", "{missing}/curves.png"],
@@ -135,3 +138,19 @@ def test_the_console_script_exits_2_and_writes_no_empty_dataset(tmp_path):
     assert finished.stderr.strip().splitlines()[-1] == (
         "offline-rl: error: argument --episodes: -3 is below 1; give at least 1")
     assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize("episodes", [0, -3, 2.5])
+def test_the_python_api_refuses_nonsense_episode_counts_too(tmp_path, episodes):
+    from offline_rl.datasets import make_dataset
+    from offline_rl.errors import ConfigError
+    from offline_rl.recording.recorder import Recorder
+
+    with pytest.raises(ConfigError, match=rf"episodes={episodes!r}: a dataset needs a whole "
+                                          "number of episodes, at least 1"):
+        make_dataset("CartPole-v1", tmp_path / "data", episodes=episodes, progress=False)
+    assert not (tmp_path / "data").exists()
+    recorder = Recorder.__new__(Recorder)  # the count is checked before any actor is asked
+    with pytest.raises(ConfigError, match=rf"record\(num_episodes={episodes!r}\): give a whole "
+                                          "number of episodes, at least 1"):
+        recorder.record(episodes)

@@ -115,12 +115,17 @@ def test_a_manifest_naming_files_outside_its_folder_deletes_nothing_there(tmp_pa
     out = tmp_path / "data"
     victim = tmp_path / "victim.txt"
     victim.write_text("outside")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text("outside too")
     (out / MANIFEST_FOLDER).mkdir(parents=True)
+    (out / "link").symlink_to(tmp_path / "elsewhere")
     (out / MANIFEST_FOLDER / "crafted.json").write_text(json.dumps(
-        {"files": ["../victim.txt", str(victim), f"{MANIFEST_FOLDER}/../../victim.txt"]}))
+        {"files": ["../victim.txt", str(victim), f"{MANIFEST_FOLDER}/../../victim.txt",
+                   "link/secret.txt"]}))
     user = plant_user_files(out)
     assert make("api", out, capsys, overwrite=True) is None
     assert victim.read_text() == "outside" and file_hashes(user) == user
+    assert (tmp_path / "elsewhere" / "secret.txt").read_text() == "outside too"
 
 
 def test_output_that_is_a_file_is_refused_and_kept(tmp_path, capsys):

@@ -56,8 +56,9 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     """
     from tqdm import tqdm
 
-    if episodes < 1:
-        raise ConfigError(f"episodes={episodes}: a dataset needs at least 1 episode")
+    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
+        raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of episodes, "
+                          "at least 1")
     policy = behaviour_policy(env_id, tier, seed)
     filesystem, folder = pafs.LocalFileSystem(), Path(out).absolute().as_posix()
     earlier = claim_output_folder(str(out), filesystem, folder, writer="datasets make",

@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
-import posixpath
+import os
 import time
 import uuid
 from collections.abc import Iterable
@@ -111,7 +111,8 @@ def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run:
             continue
         for relative in set(_manifest_files(filesystem, manifest)) - kept:
             path = f"{folder}/{relative}"
-            if filesystem.get_file_info(path).type == pafs.FileType.File:
+            if (_stays_inside(filesystem, folder, path)
+                    and filesystem.get_file_info(path).type == pafs.FileType.File):
                 filesystem.delete_file(path)
                 emptied.update(_parents(relative))
         filesystem.delete_file(manifest.path)
@@ -136,7 +137,16 @@ def _normalized(path: str) -> str:
     path = path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]  # a glob's fixed folder
     if "://" in path:
         return path.rstrip("/")
-    return posixpath.normpath(str(PurePosixPath(posixpath.abspath(path))))
+    return os.path.realpath(path)
+
+
+def _stays_inside(filesystem: pafs.FileSystem, folder: str, path: str) -> bool:
+    """Whether ``path`` is inside ``folder`` once local symbolic links are followed (a listed
+    file under a linked folder could be elsewhere)."""
+    if not isinstance(filesystem, pafs.LocalFileSystem):
+        return True
+    parent = os.path.realpath(os.path.dirname(path))
+    return os.path.commonpath([parent, os.path.realpath(folder)]) == os.path.realpath(folder)
 
 
 def _check_writable(output: str, filesystem: pafs.FileSystem, folder: str, writer: str) -> None:

@@ -69,6 +69,10 @@ class Recorder:
                progress: bool = True) -> dict[str, int | float | None]:
         """Records ``num_episodes`` complete episodes, spread over the runners (with ``policy``
         from now on, when given); returns their ``offline_rl.statistics.episode_statistics``."""
+        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int | np.integer) \
+                or num_episodes < 1:
+            raise ConfigError(f"record(num_episodes={num_episodes!r}): give a whole number of "
+                              "episodes, at least 1")
         if policy is not None:
             ray.get([runner.set_policy.remote(policy) for runner in self.runners])
         shares = np.diff(np.linspace(0, num_episodes, len(self.runners) + 1).round().astype(int))
