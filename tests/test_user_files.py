@@ -80,7 +80,9 @@ def test_datasets_make_into_a_folder_of_user_files_needs_overwrite_and_keeps_the
     assert (f"datasets make: output {str(out)!r} holds 3 files offline-rl did not write "
             "(notes.txt, sub/deeper/data.parquet, sub/keep.txt); rerun with --overwrite") in refused
     assert sorted(path.name for path in out.iterdir()) == ["notes.txt", "sub"]  # nothing added
-    assert make(entry, out, capsys, overwrite=True) is None
+    with pytest.warns(UserWarning, match=r"keeps 1 file of data offline-rl did not write "
+                                         r"\(sub/deeper/data\.parquet\); whatever reads"):
+        assert make(entry, out, capsys, overwrite=True) is None
     first = data_files(out)
     assert first and file_hashes(user) == user
     assert make(entry, out, capsys, episodes=3, seed=1, overwrite=True) is None

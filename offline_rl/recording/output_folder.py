@@ -7,7 +7,9 @@ actor), so two runs writing into one folder at once never race over a shared fil
 part of the data files' names, so a run never replaces another run's files.
 
 A folder that holds files no manifest lists (the user's) is refused unless the caller passes
-``overwrite``; even then only files a manifest lists are ever replaced or deleted.
+``overwrite``; even then only files a manifest lists are ever replaced or deleted, and data
+files kept beside the new ones (a dataset an older offline-rl wrote, without a manifest) are
+named in a warning, since readers of the folder will read them too.
 
 Example:
     >>> import tempfile, pyarrow.fs as pafs
@@ -28,6 +30,7 @@ import json
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
@@ -41,6 +44,9 @@ MANIFEST_FOLDER = ".offline-rl"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 #: Foreign files an error names before it gives the count of the rest.
 NAMED_FILES = 5
+#: Names of files a reader of the folder takes for data (those ``offline_rl.inspection`` reads;
+#: ``overwrite`` warns when it keeps any).
+DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 
 
 def new_run_id() -> str:
@@ -75,6 +81,12 @@ def claim_output_folder(output: str, filesystem: pafs.FileSystem, folder: str, *
         raise OutputError(
             f"{writer}: output {output!r} holds the output of an earlier offline-rl run "
             f"({_count(len(owned))}: {some_paths(sorted(owned))}); {how}")
+    kept_data = [path for path in foreign if path.endswith(DATA_SUFFIXES)
+                 and not any(part.startswith((".", "_")) for part in path.split("/"))]
+    if kept_data:
+        warnings.warn(f"{writer}: output {output!r} keeps {_count(len(kept_data))} of data "
+                      f"offline-rl did not write ({some_paths(kept_data)}); whatever reads the "
+                      "folder reads them too", UserWarning, stacklevel=3)
     _check_writable(output, filesystem, folder, writer)
     return owned
 
