@@ -1,12 +1,13 @@
 """``EpisodeWriter``: complete episodes -> Parquet (or JSON) files that offline-rl and RLlib read.
 
-Files go to ``<output>/<env-name>/run-<run id>-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``, one
-folder per flush; the run id (``output_folder.new_run_id``: start time and a random suffix) keeps
-a second recording into the same folder from replacing the first one's files. After each flush
-the writer lists every file it wrote in its manifest, ``<output>/.offline-rl/<run id>-<runner>.json``
-(see ``offline_rl.recording.output_folder``). Each file is written under a hidden temporary name (Ray Data and pyarrow skip names
-starting with ``.``) and renamed into place when complete, so an interrupted recording never
-leaves a file that reads as whole but holds part of the data.
+Files go to ``<output>/<env-name>/run-<run id>-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``,
+one folder per flush; the run id (``output_folder.new_run_id``: start time and a random suffix)
+keeps a second recording into the same folder from replacing the first one's files. After each
+flush the writer lists every file it wrote in its manifest,
+``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.output_folder``).
+Each file is written under a hidden temporary name (Ray Data and pyarrow skip names starting
+with ``.``) and renamed into place when complete, so an interrupted recording never leaves a
+file that reads as whole but holds part of the data.
 """
 
 from __future__ import annotations
