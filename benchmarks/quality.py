@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -108,6 +109,7 @@ def dataset(env_id: str, tier: str, root: Path, episodes: int) -> Path:
     path = root / f"{env_id}-{tier}-{episodes}"
     card = path / CARD_FILE
     if not card.exists() or json.loads(card.read_text())["generator_version"] != GENERATOR_VERSION:
+        shutil.rmtree(path, ignore_errors=True)  # this script's own cache, of an older generator
         make_dataset(env_id, path, tier=tier, episodes=episodes, seed=0, progress=False)
     return path
 

@@ -13,6 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from offline_rl.algorithms.registry import registered_algorithms
+from offline_rl.cli_arguments import (
+    Parser,
+    config_file,
+    count,
+    describe,
+    finite,
+    folder,
+    output_file,
+)
+from offline_rl.errors import ConfigError, OutputError
 
 DESCRIPTION = """\
 Train reinforcement-learning policies from logged experience (Parquet, read with Ray Data).
@@ -33,30 +43,31 @@ THROUGHPUT_WINDOW = 20
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``offline-rl`` console script.
+    """Entry point of the ``offline-rl`` console script; returns the exit status.
 
-    An error about the data, config or cluster ends the command with exit status 2 and the
-    message as the last line on stderr; ``--verbose`` prints the traceback (Ray's included)."""
-    args = _parser().parse_args(argv)
+    Every failure ends the command with exit status 2 and ``offline-rl: error: <message>`` as
+    the last line on stderr: a bad argument (argparse's message), an error about the data,
+    config or cluster (ours, which names the place and the fix), a file that cannot be read or
+    written (its path and the reason); ``--verbose`` prints the traceback (Ray's included)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a bad argument (2, message already printed)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         return args.command(args)
     except Exception as error:
-        from offline_rl.errors import OfflineRLError
-
-        if not isinstance(error, OfflineRLError):
-            raise
         if args.verbose:
             traceback.print_exception(error)
-        print(f"offline-rl: error: {error}", file=sys.stderr)
+        print(f"offline-rl: error: {describe(error)}", file=sys.stderr)
         return 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="offline-rl", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true",
                         help="on errors, print the whole traceback (Ray's included)")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -72,27 +83,31 @@ def _parser() -> argparse.ArgumentParser:
                     "with --checkpoint-frequency K also checkpoint_<iteration> every K "
                     "iterations, so that a run stopped midway keeps its progress (evaluate "
                     "and Algorithm.from_checkpoint take any of them).")
-    train.add_argument("config", type=Path, help="YAML config file")
-    train.add_argument("--stop-return", type=float, default=None, metavar="R",
+    train.add_argument("config", type=config_file, help="YAML config file")
+    train.add_argument("--stop-return", type=finite, default=None, metavar="R",
                        help="stop once the evaluation return mean reaches R")
-    train.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+    train.add_argument("--max-iterations", type=count(1), default=1000, metavar="N",
                        help="stop after N training iterations (default: 1000)")
     train.add_argument("--output-dir", type=Path, default=None, metavar="DIR",
                        help="where results and checkpoints go (default: runs/<algo>-<time>)")
-    train.add_argument("--checkpoint-frequency", type=int, default=None, metavar="K",
+    train.add_argument("--checkpoint-frequency", type=count(0), default=None, metavar="K",
                        help="also write DIR/checkpoint_<iteration> every K iterations (default: "
                             "the config's checkpointing.checkpoint_frequency, whose default 0 "
                             "writes only the final checkpoint)")
-    train.add_argument("--keep-checkpoints", type=int, default=None, metavar="M",
+    train.add_argument("--keep-checkpoints", type=count(1), default=None, metavar="M",
                        help="keep only the newest M of those periodic checkpoints, deleting an "
                             "older one once a newer one is completely written (default: the "
                             "config's checkpointing.keep_checkpoints_num; unset: keep all)")
-    train.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+    train.add_argument("--resume", type=folder("the run folder train wrote"), default=None,
+                       metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint (weights, "
                             "optimizer state, counters, random generators and, with a local "
                             "learner, its place in the data) up to --max-iterations in all, "
                             "appending to its result files and curves; results written after "
                             "that checkpoint are replaced")
+    train.add_argument("--overwrite", action="store_true",
+                       help="train into an --output-dir that holds an earlier run's results, "
+                            "replacing them (other files there are kept)")
     train.set_defaults(command=_train)
 
     evaluate = commands.add_parser(
@@ -105,9 +120,11 @@ def _parser() -> argparse.ArgumentParser:
                     "off_policy_estimation_methods, or importance sampling, weighted importance "
                     "sampling, the direct method and doubly robust.",
         epilog="example: offline-rl evaluate runs/bc/checkpoint --ope data/held-out")
-    evaluate.add_argument("checkpoint", type=Path, help="checkpoint folder written by train")
-    evaluate.add_argument("--episodes", type=int, default=10, help="episodes to play")
-    evaluate.add_argument("--seed", type=int, default=1000, help="seed of the first episode")
+    evaluate.add_argument("checkpoint", type=folder("a checkpoint folder train wrote"),
+                          help="checkpoint folder written by train")
+    evaluate.add_argument("--episodes", type=count(1), default=10, help="episodes to play")
+    evaluate.add_argument("--seed", type=count(0), default=1000,
+                          help="seed of the first episode")
     evaluate.add_argument("--ope", metavar="DATA", default=None,
                           help="logged data to estimate on instead of playing (read as the "
                                "config's offline_data reads its input)")
@@ -122,14 +139,19 @@ def _parser() -> argparse.ArgumentParser:
                     "'random', 'medium', 'expert' or 'mixed' (one of the three per episode); a "
                     "discrete 'medium' is the expert with a systematic flaw. "
                     "Writes Parquet in RLlib's layout with the behaviour policy's action_logp "
-                    "and a dataset.json card. Deterministic given --seed.")
-    make.add_argument("env", help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}")
+                    "and a dataset.json card. Deterministic given --seed. The output folder "
+                    "must be new or empty unless --overwrite.")
+    make.add_argument("env", choices=EXPERT_ENVS, metavar="env",
+                      help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}")
     make.add_argument("tier", choices=TIER_NAMES, help="behaviour policy quality")
     make.add_argument("--out", type=Path, required=True, help="output folder")
-    make.add_argument("--episodes", type=int, default=100, help="episodes to record")
-    make.add_argument("--seed", type=int, default=0, help="random seed")
+    make.add_argument("--episodes", type=count(1), default=100, help="episodes to record")
+    make.add_argument("--seed", type=count(0), default=0, help="random seed")
     make.add_argument("--episodes-format", action="store_true",
                       help="write the episodes format (msgpack 'item' column) instead of tabular")
+    make.add_argument("--overwrite", action="store_true",
+                      help="write into a folder that holds other files (kept as they are), "
+                           "replacing the dataset offline-rl wrote there before")
     make.set_defaults(command=_make_dataset)
 
     record = commands.add_parser(
@@ -137,18 +159,28 @@ def _parser() -> argparse.ArgumentParser:
         help="record a trained policy (or checkpoint) to Parquet with Ray actors",
         description="Play a checkpoint's policy (sampling its action distribution) in the "
                     "config's env across env_runners.num_env_runners Ray actors and write the "
-                    "complete episodes with the config's offline_data output options.")
-    record.add_argument("config", type=Path, help="YAML config (env, env_runners, output*)")
-    record.add_argument("checkpoint", type=Path, help="checkpoint folder written by train")
-    record.add_argument("--episodes", type=int, default=100, help="episodes to record")
+                    "complete episodes with the config's offline_data output options. Each "
+                    "run adds files with its own run id, so recording again into a folder "
+                    "keeps the earlier episodes; a folder holding files offline-rl did not "
+                    "write needs --overwrite (they are kept), and the config's input_ is "
+                    "refused as output.")
+    record.add_argument("config", type=config_file,
+                        help="YAML config (env, env_runners, output*)")
+    record.add_argument("checkpoint", type=folder("a checkpoint folder train wrote"),
+                        help="checkpoint folder written by train")
+    record.add_argument("--episodes", type=count(1), default=100, help="episodes to record")
     record.add_argument("--output", default=None, help="override offline_data.output")
+    record.add_argument("--overwrite", action="store_true",
+                        help="record into a folder that holds files offline-rl did not write "
+                             "(they are kept as they are)")
     record.set_defaults(command=_record)
 
     convert = commands.add_parser(
         "convert", parents=[common],
         help="convert tabular Parquet or legacy JSON to the episodes format",
         description="Group tabular rows by eps_id (ordered by t) or split legacy SampleBatch "
-                    "JSON lines into episodes, with Ray Data, and write the episodes format.")
+                    "JSON lines into episodes, with Ray Data, and write the episodes format. "
+                    "The output folder must be new or empty unless --overwrite.")
     convert.add_argument("input", help="input folder, file or glob")
     convert.add_argument("output", help="output folder")
     convert.add_argument("--from", dest="source", choices=["tabular", "json"],
@@ -157,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
                          help="episodes that never end (a recording stopped mid-episode): keep "
                               "them as unfinished chunks, as RLlib does (default), drop them, "
                               "or fail; the summary counts them")
+    convert.add_argument("--overwrite", action="store_true",
+                         help="write into a folder that holds other files (kept as they are), "
+                              "replacing the conversion offline-rl wrote there before")
     convert.set_defaults(command=_convert)
 
     inspect = commands.add_parser(
@@ -166,7 +201,7 @@ def _parser() -> argparse.ArgumentParser:
                     "return statistics and actions outside a Box action space as JSON; --plot "
                     "writes a returns histogram (PNG).")
     inspect.add_argument("path", help="dataset folder or file")
-    inspect.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+    inspect.add_argument("--plot", type=output_file, default=None, metavar="FILE.png",
                          help="write a histogram of episode returns")
     inspect.add_argument("--env", default=None, metavar="ENV_ID",
                          help="gymnasium env whose Box action space actions are counted "
@@ -180,8 +215,9 @@ def _parser() -> argparse.ArgumentParser:
                     "result.json): loss terms (held-out ones dashed), evaluation return, "
                     "off-policy estimates with error bars, and env steps trained per second.",
         epilog="example: offline-rl plot runs/bc  (writes runs/bc/learning_curves.png)")
-    plot.add_argument("run_dir", type=Path, help="folder written by offline-rl train")
-    plot.add_argument("--out", type=Path, default=None, metavar="FILE.png",
+    plot.add_argument("run_dir", type=folder("the folder offline-rl train wrote"),
+                      help="folder written by offline-rl train")
+    plot.add_argument("--out", type=output_file, default=None, metavar="FILE.png",
                       help="where to write the PNG (default: RUN_DIR/learning_curves.png)")
     plot.set_defaults(command=_plot)
     return parser
@@ -192,9 +228,11 @@ def _train(args: argparse.Namespace) -> int:
 
     from offline_rl.algorithms.algorithm import Algorithm
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.checkpoint import check_checkpoint_path
     from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints, newest_checkpoint
     from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.monitoring import ResultLog
+    from offline_rl.monitoring.result_log import PROGRESS_FILE, RESULT_FILE
 
     config = AlgorithmConfig.from_yaml(args.config)
     if args.checkpoint_frequency is not None:
@@ -202,10 +240,19 @@ def _train(args: argparse.Namespace) -> int:
     if args.keep_checkpoints is not None:
         config.checkpointing(keep_checkpoints_num=args.keep_checkpoints)
     if args.stop_return is not None and config.evaluation_interval is None:
-        raise SystemExit("--stop-return needs evaluation: set evaluation.evaluation_interval in "
-                         f"{args.config}")
+        raise ConfigError("--stop-return needs evaluation: set evaluation.evaluation_interval "
+                          f"in {args.config}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    if output.exists() and not output.is_dir():
+        raise OutputError(f"output folder {output} is a file; name a folder with --output-dir")
+    replaced = [name for name in (PROGRESS_FILE, RESULT_FILE) if (output / name).exists()]
+    if replaced and not args.resume and not args.overwrite:
+        raise OutputError(f"--output-dir {output} already holds {' and '.join(replaced)} (an "
+                          "earlier run's results?) and training would replace them: continue "
+                          f"that run with --resume {output}, choose another --output-dir, or "
+                          "pass --overwrite to replace them")
+    check_checkpoint_path(output / "checkpoint")  # before training, not after it
     resumed_from = newest_checkpoint(args.resume) if args.resume else None
     checkpoints = PeriodicCheckpoints(output, frequency=config.checkpoint_frequency,
                                       keep=config.keep_checkpoints_num)
@@ -270,8 +317,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.ope is not None:
         return _estimate_off_policy(config, module, args.ope)
     if config.env is None:
-        raise SystemExit(f"{args.checkpoint} was trained without an env: nothing to play in; "
-                         "estimate its value from logged data with --ope DATA")
+        raise ConfigError(f"{args.checkpoint} was trained without an env: nothing to play in; "
+                          "estimate its value from logged data with --ope DATA")
     evaluator = EnvEvaluator(config.env, config.env_config, num_envs=min(args.episodes, 8),
                              seed=args.seed)
     result = evaluator.evaluate(module.compute_actions, args.episodes)
@@ -311,7 +358,8 @@ def _make_dataset(args: argparse.Namespace) -> int:
     from offline_rl.datasets import make_dataset
 
     card = make_dataset(args.env, args.out, tier=args.tier, episodes=args.episodes,
-                        seed=args.seed, write_episodes=args.episodes_format)
+                        seed=args.seed, write_episodes=args.episodes_format,
+                        overwrite=args.overwrite)
     print(json.dumps(card))
     return 0
 
@@ -323,11 +371,12 @@ def _record(args: argparse.Namespace) -> int:
     from offline_rl.recording.recorder import Recorder
 
     config = AlgorithmConfig.from_yaml(args.config)
-    if args.output:
+    if args.output is not None:
         config.offline_data(output=args.output)
     policy = load_module(args.checkpoint)
     start_ray(verbose=args.verbose)
-    with Recorder(config.recorder_config(), policy) as recorder:
+    with Recorder(config.recorder_config(), policy, input_=config.input_,
+                  overwrite=args.overwrite) as recorder:
         stats = recorder.record(args.episodes)
         stats["files"] = len(recorder.stop())
     print(json.dumps({**stats, "output": config.output}))
@@ -340,7 +389,8 @@ def _convert(args: argparse.Namespace) -> int:
 
     start_ray(verbose=args.verbose)
     convert = tabular_to_episodes if args.source == "tabular" else sample_batches_to_episodes
-    summary = convert(args.input, args.output, incomplete=args.incomplete)
+    summary = convert(args.input, args.output, incomplete=args.incomplete,
+                      overwrite=args.overwrite)
     print(json.dumps({**summary, "files": len(summary["files"])}))
     return 0
 

@@ -69,6 +69,12 @@ class CheckpointWriteError(OfflineRLError, OSError):
     name is left as it was."""
 
 
+class OutputError(OfflineRLError, OSError):
+    """An output location cannot be written as asked: it is a file, cannot be written, is the
+    input itself, or holds files offline-rl did not write; the message names them and how to
+    go on (another folder, or ``overwrite``, which still replaces only offline-rl's own files)."""
+
+
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""

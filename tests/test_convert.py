@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from offline_rl import BCConfig, OfflinePreLearner
 from offline_rl.compression import pack_array
 from offline_rl.episodes.episode import SingleAgentEpisode
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import DataFormatError, OutputError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.inspection import inspect_dataset
 from offline_rl.recording.convert import (
@@ -26,6 +27,7 @@ from offline_rl.recording.convert import (
     sample_batches_to_episodes,
     tabular_to_episodes,
 )
+from offline_rl.recording.output_folder import MANIFEST_FOLDER
 from offline_rl.recording.writer import EpisodeWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -77,8 +79,9 @@ def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
     assert summary["episodes"] == len(complete) == len(expected) - 1
     assert summary["dropped_incomplete"] == 1
     assert summary["steps"] == sum(len(rows) for rows in complete.values())
-    assert [Path(file).name for file in summary["files"]] == ["episodes-00000.parquet"]
-    assert sorted(path.name for path in output.iterdir()) == ["episodes-00000.parquet"]
+    (written,) = [Path(file).name for file in summary["files"]]
+    assert re.fullmatch(r"episodes-\d{8}-\d{6}-[0-9a-f]{6}-00000\.parquet", written)
+    assert sorted(path.name for path in output.iterdir()) == [MANIFEST_FOLDER, written]
 
     episodes = read_episodes(output)
     assert sorted(episodes) == sorted(complete)
@@ -190,8 +193,9 @@ def test_compressed_tabular_recording_round_trips(ray_session, tmp_path):
     summary = tabular_to_episodes("tabular", "episodes", compress_columns=["obs"],
                                   filesystem=subtree, max_rows_per_file=1)
     assert (summary["episodes"], summary["steps"]) == (2, 8)
-    assert summary["files"] == ["episodes/episodes-00000.parquet",
-                                "episodes/episodes-00001.parquet"]
+    run = summary["files"][0].split("-", 1)[1].rsplit("-", 1)[0]  # episodes/episodes-<run>-0
+    assert summary["files"] == [f"episodes/episodes-{run}-00000.parquet",
+                                f"episodes/episodes-{run}-00001.parquet"]
     episodes = read_episodes(tmp_path / "episodes")
     for original in originals:
         episode = episodes[original.id_]
@@ -228,7 +232,8 @@ def test_bad_tabular_input_and_output_fail_before_any_ray_work(tmp_path):
         tabular_to_episodes(str(data), str(tmp_path / "out"))
     with pytest.raises(DataFormatError, match=r"already holds episodes .*input_read_episodes"):
         tabular_to_episodes(str(EPISODES), str(tmp_path / "out"))
-    with pytest.raises(FileExistsError, match=r"already holds data files"):
+    with pytest.raises(OutputError, match=r"holds 1 file offline-rl did not write "
+                                          r"\(part\.parquet\).*--overwrite"):
         tabular_to_episodes(str(TABULAR), str(data))
     with pytest.raises(ValueError, match=r"incomplete='skip' is not supported"):
         tabular_to_episodes(str(TABULAR), str(tmp_path / "out"), incomplete="skip")

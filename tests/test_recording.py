@@ -20,6 +20,7 @@ from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.tabular import table_to_numpy
+from offline_rl.recording.output_folder import MANIFEST_FOLDER
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import Recorder, _EnvRunner
 from offline_rl.recording.recorder_config import RecorderConfig
@@ -97,7 +98,7 @@ def test_evaluator_keeps_its_envs_and_repeats_seeded_evaluations():
 def test_env_runner_keeps_its_envs_across_record_calls(tmp_path):
     config = RecorderConfig(env="CartPole-v1", output=str(tmp_path), num_envs_per_env_runner=2,
                             seed=0)
-    runner = _EnvRunner(config, alternating, 0)
+    runner = _EnvRunner(config, alternating, 0, run_id="test")
     envs = list(runner.envs)
     returns, lengths = runner.record(3)
     assert len(returns) == len(lengths) == 3
@@ -108,7 +109,8 @@ def test_env_runner_keeps_its_envs_across_record_calls(tmp_path):
 
 def read_files(folder: Path) -> pa.Table:
     files = sorted(folder.rglob("*.parquet"))
-    assert files and not [f for f in folder.rglob("*") if f.name.startswith(".")]
+    hidden = [f for f in folder.rglob("*") if f.name.startswith(".")]
+    assert files and [f.name for f in hidden] in ([], [MANIFEST_FOLDER])  # no temporary file
     return pa.concat_tables(pq.read_table(file) for file in files)
 
 
@@ -197,7 +199,8 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
         stats = recorder.record(6, progress=False)
         files = recorder.stop()
     assert list(stats) == STATISTICS and stats["num_episodes"] == 6
-    assert {Path(f).parent.name for f in files} == {"run-000000-00000", "run-000001-00000"}
+    assert {Path(f).parent.name for f in files} == {f"run-{recorder.run_id}-000000-00000",
+                                                   f"run-{recorder.run_id}-000001-00000"}
     assert all(Path(f).parent.parent.name == "cartpole-v1" for f in files)
     table = read_files(tmp_path / "out")
     assert table.num_rows == stats["num_env_steps"]

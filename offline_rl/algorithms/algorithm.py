@@ -115,7 +115,7 @@ class Algorithm:
         self.observation_space, self.action_space = self._spaces()
         spaces = (self.observation_space, self.action_space)
         if self.config.output:
-            check_output(self.recording_config())
+            check_output(self.recording_config(), input_=self.config.input_)
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.

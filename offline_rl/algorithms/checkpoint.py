@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
+import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -24,13 +24,22 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.config_files import MAX_CONFIG_BYTES
-from offline_rl.errors import CheckpointError, CheckpointWriteError, ConfigError, DataNotFoundError
+from offline_rl.errors import (
+    CheckpointError,
+    CheckpointWriteError,
+    ConfigError,
+    DataNotFoundError,
+    OutputError,
+)
 from offline_rl.file_checks import checked_file
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.recording.output_folder import some_paths
 
 CONFIG_FILE = "config.yaml"
 LEARNER_STATE_FILE = "learner_state.pt"
 ALGORITHM_STATE_FILE = "algorithm_state.json"
+#: The files a checkpoint folder holds: saving replaces a folder that holds only these.
+CHECKPOINT_FILES = (CONFIG_FILE, LEARNER_STATE_FILE, ALGORITHM_STATE_FILE)
 #: Key of ``algorithm_state.json`` saying why the config could not be saved.
 NO_CONFIG_KEY = "config_not_saved"
 #: Filesystem options never written to a checkpoint, by name.
@@ -50,12 +59,13 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
                      algorithm_state: dict[str, Any]) -> Path:
     """Writes a checkpoint folder at ``path`` (replacing an older one); returns the path.
 
-    Raises ``CheckpointWriteError`` naming the path and the free space when the files cannot
-    be written (a full disk, say): the staging folder is removed and an older checkpoint at
-    ``path`` stays as it was."""
+    Raises ``OutputError`` when ``path`` is a file, or a folder holding anything but a
+    checkpoint's files (those are never deleted); ``CheckpointWriteError`` naming the path and
+    the free space when the files cannot be written (a full disk, say): the staging folder is
+    removed and an older checkpoint at ``path`` stays as it was."""
     target = Path(path)
-    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    check_checkpoint_path(target)
+    staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     try:
         staging.mkdir(parents=True)
         _write_files(staging, learner, config, algorithm_state, target)
@@ -66,12 +76,31 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
             f"could not write the checkpoint {target} ({error}); {free / 2**20:.1f} MiB are free "
             "on its disk. Free space or save elsewhere; an older checkpoint there is intact"
         ) from None
-    previous = target.with_name(f"{target.name}.old-{os.getpid()}")
+    previous = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
     if target.exists():
         target.rename(previous)
     staging.rename(target)
     shutil.rmtree(previous, ignore_errors=True)
     return target
+
+
+def check_checkpoint_path(target: Path) -> None:
+    """Raises ``OutputError`` when a checkpoint cannot be saved to ``target`` without losing a
+    user's file: it is a file, or a folder whose entries are not all a checkpoint's files
+    (saving replaces the folder)."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise OutputError(f"cannot save a checkpoint to {target}: it is a file (or a link), not "
+                          "a checkpoint folder; save to another path")
+    if not target.is_dir():
+        return
+    foreign = sorted(entry.name for entry in target.iterdir()
+                     if entry.name not in CHECKPOINT_FILES or not entry.is_file()
+                     or entry.is_symlink())
+    if foreign:
+        raise OutputError(
+            f"cannot save a checkpoint to {target}: that folder holds what a checkpoint does not "
+            f"({some_paths(foreign)}) and saving replaces the folder; save to another path, or "
+            "move them away")
 
 
 def _write_config(config: AlgorithmConfig, file: Path) -> None:

@@ -9,10 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.fs as pafs
 
 from offline_rl.columns import Columns
 from offline_rl.datasets.experts import EXPECTED_RETURNS, BehaviourPolicy, behaviour_policy
 from offline_rl.evaluation.rollout import make_env, rollout
+from offline_rl.errors import ConfigError, OutputError
+from offline_rl.recording.output_folder import (
+    MANIFEST_FOLDER,
+    claim_output_folder,
+    new_run_id,
+    remove_earlier_output,
+    write_manifest,
+)
 from offline_rl.recording.writer import EpisodeWriter
 from offline_rl.statistics import episode_statistics
 
@@ -22,15 +31,21 @@ GENERATOR_VERSION = 4
 
 def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes: int = 100,
                  seed: int = 0, write_episodes: bool = False, compress_columns: list[str] = (),
-                 max_rows_per_file: int | None = None, progress: bool = True) -> dict[str, Any]:
+                 max_rows_per_file: int | None = None, progress: bool = True,
+                 overwrite: bool = False) -> dict[str, Any]:
     """Records ``episodes`` episodes of ``tier``'s behaviour policy (``random``, ``medium``,
     ``expert`` or ``mixed``) for ``env_id`` under ``out``; returns the dataset card.
 
     Deterministic given ``seed``: episode ``i`` is reset with ``seed + i`` and the policy's own
     randomness is seeded. ``action_logp`` and ``action_dist_inputs`` of the behaviour policy are
-    recorded. Data goes to a temporary folder renamed into place once complete, with the card
-    (``dataset.json``: env, tier, format, ``offline_rl.statistics.episode_statistics`` of the
-    episodes, the tier's expected return band, generator version, seed) written last.
+    recorded. Data is written to a hidden staging folder inside ``out`` and moved into place
+    once complete, with the card (``dataset.json``: env, tier, format,
+    ``offline_rl.statistics.episode_statistics`` of the episodes, the tier's expected return
+    band, generator version, seed) written last.
+
+    ``out`` must be new or empty: a folder holding other files, or an earlier dataset, is
+    refused with an ``OutputError`` naming them, unless ``overwrite=True``; then the earlier
+    dataset's files (those its manifest lists) are replaced and every other file is kept.
 
     Example:
         >>> import tempfile
@@ -41,26 +56,41 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     """
     from tqdm import tqdm
 
-    out = Path(out)
+    if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
+        raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of episodes, "
+                          "at least 1")
     policy = behaviour_policy(env_id, tier, seed)
-    staging = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    writer = EpisodeWriter(str(staging), env_name=env_id, write_episodes=write_episodes,
-                           compress_columns=compress_columns,
-                           max_rows_per_file=max_rows_per_file)
-    returns, lengths = [], []
-    env = make_env(env_id)
+    filesystem, folder = pafs.LocalFileSystem(), Path(out).absolute().as_posix()
+    earlier = claim_output_folder(str(out), filesystem, folder, writer="datasets make",
+                                  overwrite=overwrite)
+    card_file = Path(folder) / CARD_FILE
+    if card_file.exists() and CARD_FILE not in earlier:
+        raise OutputError(f"datasets make: {card_file} was not written by offline-rl and the "
+                          "dataset card would replace it; move it away or choose another folder")
+    run_id = new_run_id()
+    staging = Path(folder) / MANIFEST_FOLDER / f"staging-{run_id}"
     try:
-        recorded = rollout([env], _BatchOfOne(policy), episodes, seed=seed,
-                           on_episode_start=lambda _: policy.start_episode())
-        for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
-                            unit="episode", disable=not progress):
-            writer.add([episode])
-            returns.append(episode.get_return())
-            lengths.append(len(episode))
+        writer = EpisodeWriter(staging.as_posix(), env_name=env_id, run_id=run_id,
+                               write_episodes=write_episodes, compress_columns=compress_columns,
+                               max_rows_per_file=max_rows_per_file)
+        returns, lengths = [], []
+        env = make_env(env_id)
+        try:
+            recorded = rollout([env], _BatchOfOne(policy), episodes, seed=seed,
+                               on_episode_start=lambda _: policy.start_episode())
+            for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
+                                unit="episode", disable=not progress):
+                writer.add([episode])
+                returns.append(episode.get_return())
+                lengths.append(len(episode))
+        finally:
+            env.close()
+        writer.flush()
+        for relative in writer.files_written:  # run-<run id> folders: no name is taken yet
+            (Path(folder) / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(staging / relative, Path(folder) / relative)
     finally:
-        env.close()
-    writer.flush()
+        shutil.rmtree(staging, ignore_errors=True)
     card = {
         "env": env_id,
         "tier": tier,
@@ -71,10 +101,11 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
     }
-    (staging / CARD_FILE).write_text(json.dumps(card, indent=2))
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
+    temporary = Path(folder) / MANIFEST_FOLDER / f"{CARD_FILE}.{run_id}.tmp"
+    temporary.write_text(json.dumps(card, indent=2))
+    write_manifest(filesystem, folder, run_id, [*writer.files_written, CARD_FILE])
+    os.replace(temporary, card_file)
+    remove_earlier_output(filesystem, folder, keep_run=run_id)
     return card
 
 

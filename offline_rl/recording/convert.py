@@ -9,7 +9,10 @@ a recording stopped mid-episode, say) is kept by default as an unfinished chunk,
 episodes can be, and counted; ``incomplete="drop"`` leaves it out, ``"error"`` refuses it.
 
 Files are first written to a hidden staging folder inside ``output`` (Ray Data and pyarrow skip
-names starting with ``.``) and moved to ``output/episodes-<n>.parquet`` once all are complete.
+names starting with ``.``) and moved to ``output/episodes-<run id>-<n>.parquet`` once all are
+complete, then listed in the run's manifest (``offline_rl.recording.output_folder``). An output
+folder holding other files, or an earlier conversion, is refused unless ``overwrite=True``,
+which replaces only the earlier conversion's files.
 
 Example:
     >>> import tempfile
@@ -32,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -72,6 +74,13 @@ from offline_rl.recording.episode_assembly import (
     fragments_to_item,
     rows_to_item,
 )
+from offline_rl.recording.output_folder import (
+    MANIFEST_FOLDER,
+    claim_output_folder,
+    new_run_id,
+    remove_earlier_output,
+    write_manifest,
+)
 
 #: What to do with episodes that are neither terminated nor truncated.
 INCOMPLETE = ("keep", "drop", "error")
@@ -91,7 +100,8 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
                         compress_columns: Sequence[str] = (),
                         filesystem: str | pafs.FileSystem | None = None,
                         max_rows_per_file: int | None = None,
-                        incomplete: Literal["keep", "drop", "error"] = "keep") -> dict[str, Any]:
+                        incomplete: Literal["keep", "drop", "error"] = "keep",
+                        overwrite: bool = False) -> dict[str, Any]:
     """Converts tabular Parquet (one row per timestep, RLlib's columns) into episodes Parquet.
 
     Rows are grouped by ``eps_id`` across all files and ordered by ``t``; without a ``t``
@@ -104,7 +114,8 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
     are decompressed. Gaps or duplicates in ``t``, rows whose ``new_obs`` is not the next row's
     ``obs`` and done flags before the last row are errors naming the episode and its files.
 
-    ``output`` must be a new or empty folder, on ``filesystem`` (a pyarrow filesystem or
+    ``output`` must be a new or empty folder (``overwrite=True``: one whose other files are
+    kept, and whose earlier conversion is replaced), on ``filesystem`` (a pyarrow filesystem or
     ``"s3"``, ``"gcs"``, ``"abs"``) like the input. ``max_rows_per_file`` caps the episodes per
     file. Returns ``{"output", "episodes", "steps", "unfinished_episodes",
     "dropped_incomplete", "files"}`` (``episodes`` and ``steps`` count what was written,
@@ -116,7 +127,7 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
     fs, files = _input_files(input_, filesystem, PARQUET_SUFFIXES, "Parquet (*.parquet)")
     columns = resolve_schema(schema)
     _check_tabular_columns(files[0].path, fs, columns)
-    target = _prepare_output(output, filesystem)
+    target = _prepare_output(output, filesystem, overwrite)
     compressed = {columns.get(name, name) for name in compress_columns}
     if columns[Columns.OBS] in compressed:
         compressed.add(columns[Columns.NEXT_OBS])
@@ -135,15 +146,15 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
 def sample_batches_to_episodes(input_: str | list[str], output: str, *,
                                filesystem: str | pafs.FileSystem | None = None,
                                max_rows_per_file: int | None = None,
-                               incomplete: Literal["keep", "drop", "error"] = "keep"
-                               ) -> dict[str, Any]:
+                               incomplete: Literal["keep", "drop", "error"] = "keep",
+                               overwrite: bool = False) -> dict[str, Any]:
     """Converts legacy SampleBatch JSON lines (RLlib's old-stack ``JsonWriter`` output) into
     episodes Parquet.
 
     Each line is split into episodes by ``eps_id`` (ordered by ``t``; compressed fields are
     decoded without unpickling); fragments of one episode on several lines or files are joined
     in ``t`` order, each continuing from the last observation of the one before. Output,
-    ``incomplete`` and the returned summary are as for ``tabular_to_episodes``.
+    ``incomplete``, ``overwrite`` and the returned summary are as for ``tabular_to_episodes``.
 
     Example:
         >>> import tempfile
@@ -155,7 +166,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     """
     _check_incomplete(incomplete)
     fs, files = _input_files(input_, filesystem, JSON_SUFFIXES, "JSON (*.json, *.jsonl)")
-    target = _prepare_output(output, filesystem)
+    target = _prepare_output(output, filesystem, overwrite)
     total = sum(info.size or 0 for info in files)
     fragments = ray.data.from_items([{SOURCE: info.path} for info in files]).map_batches(
         _read_json_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
@@ -166,13 +177,13 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
 
 
 @surface_errors
-def minari_to_episodes(dataset_id: str, output: str, *,
-                       max_rows_per_file: int | None = None) -> dict[str, Any]:
+def minari_to_episodes(dataset_id: str, output: str, *, max_rows_per_file: int | None = None,
+                       overwrite: bool = False) -> dict[str, Any]:
     """Converts a local Minari dataset (``minari.load_dataset(dataset_id)``) into episodes
-    Parquet, written by ``EpisodeWriter`` under ``output/<dataset id>/run-000000-<n>/`` ("/" in
-    the id becomes "_"), with its observation and action spaces. Needs
-    ``pip install minari``; only array observations are supported. Returns the same summary as
-    ``tabular_to_episodes``.
+    Parquet, written by ``EpisodeWriter`` under ``output/<dataset id>/run-<run id>-000000-<n>/``
+    ("/" in the id becomes "_"), with its observation and action spaces. Needs
+    ``pip install minari``; only array observations are supported. ``overwrite`` and the
+    returned summary are as for ``tabular_to_episodes``.
 
     Example (skipped by doctest: minari is optional and the dataset must be downloaded):
         >>> minari_to_episodes("D4RL/door/human-v2", "data/door-human")  # doctest: +SKIP
@@ -184,7 +195,7 @@ def minari_to_episodes(dataset_id: str, output: str, *,
                           ) from error
     from offline_rl.recording.writer import EpisodeWriter
 
-    target = _prepare_output(output, None)
+    target = _prepare_output(output, None, overwrite)
     dataset = minari.load_dataset(dataset_id)
     writer = EpisodeWriter(output, env_name=dataset_id, max_rows_per_file=max_rows_per_file)
     files, episodes, steps = [], 0, 0
@@ -202,6 +213,7 @@ def minari_to_episodes(dataset_id: str, output: str, *,
         files += writer.add([episode])
         episodes, steps = episodes + 1, steps + len(episode)
     files += writer.flush()
+    remove_earlier_output(target[0], target[1], keep_run=f"{writer.run_id}-000000")
     return {"output": output, "episodes": episodes, "steps": steps, "unfinished_episodes": 0,
             "dropped_incomplete": 0,
             "files": [_shown(target, file, output) for file in files]}
@@ -253,17 +265,12 @@ def _partitions(input_bytes: int) -> int:
     return max(1, min(limit, -(-input_bytes // PARTITION_BYTES)))
 
 
-def _prepare_output(output: str, filesystem: str | pafs.FileSystem | None
+def _prepare_output(output: str, filesystem: str | pafs.FileSystem | None, overwrite: bool
                     ) -> tuple[pafs.FileSystem, str]:
-    """Creates ``output`` unless it exists; refuses one that already holds data files."""
+    """Creates ``output`` unless it exists; refuses (``OutputError``) a file, or a folder that
+    holds files, unless ``overwrite`` (see ``output_folder.claim_output_folder``)."""
     fs, path = locate(output, filesystem)
-    info = fs.get_file_info(path)
-    if info.type == pafs.FileType.File:
-        raise FileExistsError(f"output {output!r} is a file; name a folder to write into")
-    if info.type == pafs.FileType.Directory and find_data_files(path, fs):
-        raise FileExistsError(f"output {output!r} already holds data files; converting into it "
-                              "would mix datasets: choose a new or empty folder")
-    fs.create_dir(path, recursive=True)
+    claim_output_folder(output, fs, path, writer="convert", overwrite=overwrite)
     return fs, path
 
 
@@ -276,7 +283,8 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
     steps, complete, kept = (np.concatenate([np.empty(0, dtype), *(
         part[name].to_numpy(zero_copy_only=False) for part in parts)])
         for name, dtype in ((STEPS, np.int64), (COMPLETE, bool), (KEPT, bool)))
-    staging = f"{path}/.staging-{uuid.uuid4().hex}"
+    run_id = new_run_id()
+    staging = f"{path}/{MANIFEST_FOLDER}/staging-{run_id}"
     sizes = ({"min_rows_per_file": max_rows_per_file, "max_rows_per_file": max_rows_per_file}
              if max_rows_per_file else {"min_bytes_per_file": MIN_FILE_BYTES})
     files = []
@@ -285,11 +293,13 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
             episodes.map_batches(_kept_items, batch_format="pyarrow").write_parquet(
                 staging, filesystem=fs, **sizes)
             for number, info in enumerate(find_data_files(staging, fs, PARQUET_SUFFIXES)):
-                files.append(f"{path}/episodes-{number:05d}.parquet")
+                files.append(f"{path}/episodes-{run_id}-{number:05d}.parquet")
                 fs.move(info.path, files[-1])
     finally:
         if fs.get_file_info(staging).type == pafs.FileType.Directory:
             fs.delete_dir(staging)
+    write_manifest(fs, path, run_id, [file[len(path.rstrip("/")) + 1:] for file in files])
+    remove_earlier_output(fs, path, keep_run=run_id)
     return {"output": output, "episodes": int(kept.sum()), "steps": int(steps[kept].sum()),
             "unfinished_episodes": int((kept & ~complete).sum()),
             "dropped_incomplete": int((~kept).sum()),

@@ -10,10 +10,11 @@ import ray
 from tqdm import tqdm
 
 from offline_rl.data.actors import kill_actors
-from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
+from offline_rl.recording.output_folder import claim_output_folder, new_run_id, output_is_input
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.writer import EpisodeWriter, output_location
@@ -29,6 +30,12 @@ class Recorder:
     with the config's ``output*`` options. ``record(n)`` shows a progress bar; ``stop()``
     flushes what the actors still buffer and releases them.
 
+    Each Recorder is a run with its own id in its files' names, so recording again into the
+    same folder adds episodes and never replaces earlier ones. An output folder that holds
+    files offline-rl did not write is refused (``OutputError``) unless ``overwrite=True``
+    (which writes beside them, leaving them untouched); so is an output that is ``input_``
+    (the training data) or inside it.
+
     Example:
         >>> import tempfile
         >>> import numpy as np
@@ -43,22 +50,29 @@ class Recorder:
     """
 
     @surface_errors
-    def __init__(self, config: RecorderConfig, policy: Any):
+    def __init__(self, config: RecorderConfig, policy: Any, *, input_: Any = None,
+                 overwrite: bool = False):
         if not config.output:
             raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
         if config.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
+        check_output(config, input_=input_, overwrite=overwrite)
         check_env_runners_fit(config)
         runner = ray.remote(num_cpus=config.num_cpus_per_env_runner)(_EnvRunner)
         self.config = config
-        self.runners = [
-            runner.remote(config, policy, index) for index in range(config.num_env_runners)]
+        self.run_id = new_run_id()
+        self.runners = [runner.remote(config, policy, index, self.run_id)
+                        for index in range(config.num_env_runners)]
 
     @surface_errors
     def record(self, num_episodes: int, *, policy: Any = None,
                progress: bool = True) -> dict[str, int | float | None]:
         """Records ``num_episodes`` complete episodes, spread over the runners (with ``policy``
         from now on, when given); returns their ``offline_rl.statistics.episode_statistics``."""
+        if isinstance(num_episodes, bool) or not isinstance(num_episodes, int | np.integer) \
+                or num_episodes < 1:
+            raise ConfigError(f"record(num_episodes={num_episodes!r}): give a whole number of "
+                              "episodes, at least 1")
         if policy is not None:
             ray.get([runner.set_policy.remote(policy) for runner in self.runners])
         shares = np.diff(np.linspace(0, num_episodes, len(self.runners) + 1).round().astype(int))
@@ -110,25 +124,34 @@ def check_env_runners_fit(config: RecorderConfig) -> None:
                "num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
 
 
-def check_output(config: RecorderConfig) -> None:
-    """Fails fast, before anything is recorded, on an ``output`` location that cannot be
-    written (creating its folder)."""
-    output_location(config.output, resolve_filesystem(config.output_filesystem,
-                                                      config.output_filesystem_kwargs,
-                                                      field="output_filesystem"))
+def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool = False
+                 ) -> None:
+    """Fails fast, before anything is recorded, with an ``OutputError`` when the ``output``
+    location is ``input_`` (or inside it), is a file, cannot be written (its folder is
+    created), or holds files offline-rl did not write (unless ``overwrite``)."""
+    if output_is_input(config.output, input_):
+        raise OutputError(f"recording: output {config.output!r} is the training input "
+                          f"(input_={input_!r}) or inside it; recording there would mix new "
+                          "episodes into the data being trained on: choose another folder")
+    filesystem, folder = output_location(
+        config.output, resolve_filesystem(config.output_filesystem,
+                                          config.output_filesystem_kwargs,
+                                          field="output_filesystem"))
+    claim_output_folder(config.output, filesystem, folder, writer="recording",
+                        overwrite=overwrite, replaces=False)
 
 
 class _EnvRunner:
     """One recording actor: its envs (made once, closed by ``stop``), the policy, its writer."""
 
-    def __init__(self, config: RecorderConfig, policy: Any, index: int):
+    def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str):
         self.config = config
         self.envs = [make_env(config.env, config.env_config)
                      for _ in range(config.num_envs_per_env_runner)]
         self.set_policy(policy)
         self.index = index
         self.writer = EpisodeWriter(
-            config.output, env_name=_env_name(config.env), runner_index=index,
+            config.output, env_name=_env_name(config.env), runner_index=index, run_id=run_id,
             write_episodes=config.output_write_episodes,
             max_rows_per_file=config.output_max_rows_per_file,
             max_file_size=config.output_max_file_size,

@@ -1,9 +1,13 @@
 """``EpisodeWriter``: complete episodes -> Parquet (or JSON) files that offline-rl and RLlib read.
 
-Files go to ``<output>/<env-name>/run-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``, one folder per
-flush. Each file is written under a hidden temporary name (Ray Data and pyarrow skip names
-starting with ``.``) and renamed into place when complete, so an interrupted recording never
-leaves a file that reads as whole but holds part of the data.
+Files go to ``<output>/<env-name>/run-<run id>-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``,
+one folder per flush; the run id (``output_folder.new_run_id``: start time and a random suffix)
+keeps a second recording into the same folder from replacing the first one's files. After each
+flush the writer lists every file it wrote in its manifest,
+``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.output_folder``).
+Each file is written under a hidden temporary name (Ray Data and pyarrow skip names starting
+with ``.``) and renamed into place when complete, so an interrupted recording never leaves a
+file that reads as whole but holds part of the data.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path
+from offline_rl.recording.output_folder import new_run_id, write_manifest
 
 #: ``output_write_method`` values the writer implements.
 WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
@@ -50,14 +55,16 @@ class EpisodeWriter:
         >>> from offline_rl import SingleAgentEpisode
         >>> episode = SingleAgentEpisode(observations=[[0.0], [1.0]], actions=[1],
         ...                              rewards=[1.0], terminated=True, len_lookback_buffer=0)
-        >>> writer = EpisodeWriter(tempfile.mkdtemp(), env_name="demo", write_episodes=False)
+        >>> writer = EpisodeWriter(tempfile.mkdtemp(), env_name="demo", write_episodes=False,
+        ...                        run_id="20261126-064512-a1b2c3")  # default: a new one
         >>> writer.add([episode])
         []
         >>> [path.rsplit("/", 2)[-2:] for path in writer.flush()]
-        [['run-000000-00000', 'part-00000.parquet']]
+        [['run-20261126-064512-a1b2c3-000000-00000', 'part-00000.parquet']]
     """
 
     def __init__(self, output: str, *, env_name: str, runner_index: int = 0,
+                 run_id: str | None = None,
                  write_episodes: bool = True, max_rows_per_file: int | None = None,
                  max_file_size: int = 64 * 1024 * 1024, compress_columns: Sequence[str] = (),
                  write_method: str = "write_parquet",
@@ -70,8 +77,11 @@ class EpisodeWriter:
             raise ConfigError("episodes (output_write_episodes=True) are written as Parquet; use "
                              "output_write_method='write_parquet' or output_write_episodes=False")
         self.filesystem, output = output_location(output, filesystem)
-        self.folder = f"{output.rstrip('/')}/{_folder_name(env_name)}"
+        self.output = output.rstrip("/")
+        self.folder = f"{self.output}/{_folder_name(env_name)}"
         self.runner_index = runner_index
+        self.run_id = run_id or new_run_id()
+        self.files_written: list[str] = []
         self.write_episodes = write_episodes
         self.max_rows_per_file = max_rows_per_file
         self.max_file_size = max_file_size
@@ -107,12 +117,15 @@ class EpisodeWriter:
             return []
         table = (_episodes_table(self._episodes) if self.write_episodes
                  else _tabular_table(self._episodes, self.compress_columns))
-        folder = f"{self.folder}/run-{self.runner_index:06d}-{self._writes:05d}"
+        folder = f"{self.folder}/run-{self.run_id}-{self.runner_index:06d}-{self._writes:05d}"
         self.filesystem.create_dir(folder, recursive=True)
         paths = [self._write_atomically(part, f"{folder}/part-{number:05d}.{self.format}")
                  for number, part in enumerate(self._parts(table))]
         self._writes += 1
         self.rows_written += table.num_rows
+        self.files_written += [path[len(self.output) + 1:] for path in paths]
+        write_manifest(self.filesystem, self.output, f"{self.run_id}-{self.runner_index:06d}",
+                       self.files_written)
         self._episodes, self._buffered_rows, self._buffered_bytes = [], 0, 0
         return paths
 
