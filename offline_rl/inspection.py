@@ -41,11 +41,11 @@ from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
 from offline_rl.data.input_files import list_data_files
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.formats.json_nesting import MAX_JSON_DEPTH, deeper_than
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.checks import check_actions, observations_outside
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.episode_rows import DONES
+from offline_rl.formats.json_nesting import MAX_JSON_DEPTH, deeper_than
 from offline_rl.formats.tabular import column_to_numpy
 from offline_rl.statistics import episode_statistics
 

@@ -19,8 +19,8 @@ from offline_rl.data.actors import kill_actors, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
-from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_files import read_method_suffixes
+from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import (
     check_input_files,
     check_json_files,

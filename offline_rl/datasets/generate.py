@@ -13,8 +13,8 @@ import pyarrow.fs as pafs
 
 from offline_rl.columns import Columns
 from offline_rl.datasets.experts import EXPECTED_RETURNS, BehaviourPolicy, behaviour_policy
-from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.errors import ConfigError, OutputError
+from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.recording.output_folder import (
     MANIFEST_FOLDER,
     claim_output_folder,
