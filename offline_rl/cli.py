@@ -20,6 +20,7 @@ from offline_rl.cli_arguments import (
     describe,
     finite,
     folder,
+    import_modules,
     output_file,
 )
 from offline_rl.errors import ConfigError, OutputError
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:  # --help (0) or a bad argument (2, message already printed)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
+        import_modules(args.imports)
         return args.command(args)
     except Exception as error:
         if args.verbose:
@@ -70,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     common = Parser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true",
                         help="on errors, print the whole traceback (Ray's included)")
+    common.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first, so that a config or "
+                        "checkpoint may name its classes (offline-rl never imports what a file "
+                        "names); repeat for several")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     train = commands.add_parser(

@@ -21,6 +21,22 @@ from pathlib import Path
 from typing import NoReturn
 
 
+def import_modules(names: list[str]) -> None:
+    """``--import``: the user's own modules (their PreLearner, module or env classes), imported
+    on their word so that a config may name classes in them; offline-rl never imports what a
+    file names."""
+    import importlib
+
+    from offline_rl.errors import ConfigError
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise ConfigError(f"--import {name}: {error}; is it installed, or on PYTHONPATH?"
+                              ) from None
+
+
 def describe(error: Exception) -> str:
     """The message of a failed command: ours as raised; a file system error with its path
     and reason; anything else with its type and where to see more."""

@@ -80,6 +80,22 @@ def test_a_checkpoint_naming_code_is_refused_and_the_code_never_runs(
     assert not marker.exists() and module not in sys.modules
 
 
+def test_the_users_word_imports_a_module(tmp_path, planted_module, capsys):
+    from offline_rl.cli_arguments import import_modules
+
+    module, marker = planted_module
+    folder = saved_config(tmp_path / "checkpoint", {
+        "offline_data": {"prelearner_class": f"{module}:Planted"}})
+    assert main(["evaluate", str(folder), "--import", f"{module}_missing"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"offline-rl: error: --import {module}_missing: No module named '{module}_missing'; is it "
+        "installed, or on PYTHONPATH?")
+    import_modules([module])  # what --import does before the command runs
+    assert marker.exists()
+    config = AlgorithmConfig.from_yaml(folder / CONFIG_FILE)
+    assert config.prelearner_class is sys.modules[module].Planted
+
+
 @pytest.mark.parametrize("field", ["input_read_method_kwargs", "map_batches_kwargs"])
 def test_a_config_file_cannot_set_a_runtime_env(tmp_path, field):
     folder = saved_config(tmp_path / "checkpoint", {"offline_data": {
