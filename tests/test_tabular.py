@@ -106,8 +106,8 @@ def test_missing_required_column_is_named():
 def test_wrong_observation_shape_is_named():
     table = pa.table({"obs": [[0.0] * 3], "new_obs": [[0.0] * 3], "actions": [0],
                       "rewards": [1.0], "terminateds": [True]})
-    with pytest.raises(DataFormatError, match=r"column 'obs': observations have per-row shape "
-                                              r"\(3,\).*expects \(4,\)"):
+    with pytest.raises(DataFormatError, match=r"column 'obs' holds rows of shape \(3,\).*"
+                                              r"expects rows of shape \(4,\)"):
         vectorized_columns(table, resolve_schema(None))
 
 

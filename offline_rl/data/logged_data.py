@@ -14,6 +14,7 @@ from offline_rl.data.prelearner import OfflinePreLearner
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.episode_rows import DONES
+from offline_rl.formats.shapes import conform_columns
 from offline_rl.formats.tabular import resolve_schema, table_to_numpy
 
 #: The step fields read from tabular rows (through ``input_read_schema``), and the behaviour
@@ -54,4 +55,5 @@ def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
                if schema[field] in table.column_names}
     present.update({name: name for name in PROBABILITY_COLUMNS if name in table.column_names})
     columns = table_to_numpy(table, present.values())
-    return {field: columns[column] for field, column in present.items()}
+    return conform_columns({field: columns[column] for field, column in present.items()},
+                           spaces, f"the rows read from {config.input_}")

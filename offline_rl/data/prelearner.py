@@ -36,7 +36,9 @@ from offline_rl.formats.checks import (
     row_number,
 )
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
+from offline_rl.formats.shapes import conform_columns
 from offline_rl.formats.tabular import (
+    conform_row_shapes,
     episode_ends,
     resolve_schema,
     rows_to_episodes,
@@ -158,7 +160,7 @@ class OfflinePreLearner:
         self._note_episodes(*episode_ends(table, rows, self.schema))
         if self._vectorized:
             columns = rows_to_train_columns(rows, self.schema, self.observation_space,
-                                            self.source)
+                                            self.source, action_space=self.action_space)
             return self._connect(columns=self._check_transitions(columns, table))
         episodes = self._map_to_episodes(
             False, rows, schema=self.schema, to_numpy=True,
@@ -209,11 +211,15 @@ class OfflinePreLearner:
                 f"{self.source}: {error}") from None
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
-        return rows
+        return conform_row_shapes(rows, self.schema, self.spaces, self.source)
 
     def _check_transitions(self, columns: dict[str, Any],
                            table: pa.Table | None) -> dict[str, Any]:
         where = self.source
+        # Observations are left to the connectors' shapes (frame stacking, say).
+        columns.update(conform_columns({name: columns[name] for name in (Columns.ACTIONS,
+                                                                          Columns.REWARDS)},
+                                       self.spaces, where))
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
@@ -337,11 +343,14 @@ class OfflinePreLearner:
         observations outside the space, under a ``"drop"`` policy), else ``None``."""
         check_recorded_spaces((episode.observation_space, episode.action_space), self.spaces,
                               where)
-        observations = observations_as_space_dtype(
-            np.asarray(episode.observations.data), self.observation_space, where)
+        shaped = conform_columns({Columns.OBS: episode.observations.data,
+                                  Columns.ACTIONS: episode.actions.data,
+                                  Columns.REWARDS: episode.rewards.data}, self.spaces, where)
+        observations = observations_as_space_dtype(shaped[Columns.OBS], self.observation_space,
+                                                   where)
         episode.observations.data = observations
-        rewards = np.asarray(episode.rewards.data)
-        actions = np.asarray(episode.actions.data)
+        rewards = episode.rewards.data = shaped[Columns.REWARDS]
+        actions = shaped[Columns.ACTIONS]
         check_column_types({Columns.OBS: observations, Columns.ACTIONS: actions,
                             Columns.REWARDS: rewards}, where)
         episode.actions.data = self._bound_actions(actions, where)

@@ -76,16 +76,11 @@ def _type_error(name: str, values: np.ndarray, expected: str, where: str) -> Dat
 
 def observations_as_space_dtype(observations: np.ndarray, space: gym.Space | None,
                                 where: str) -> np.ndarray:
-    """The observations cast to a ``Box`` space's dtype, after checking their per-row shape,
-    that they are numbers, and that finite values fit the dtype (no silent overflow to inf)."""
+    """The observations (their per-row shape already conformed to the space by
+    ``offline_rl.formats.shapes``) cast to a ``Box`` space's dtype, after checking that they
+    are numbers and that finite values fit the dtype (no silent overflow to inf)."""
     if not isinstance(space, gym.spaces.Box):
         return observations
-    if observations.shape[1:] != space.shape:
-        raise DataFormatError(
-            f"{where}: observations have per-row shape {observations.shape[1:]} but the "
-            f"observation space expects {space.shape}; check the data or "
-            "config.environment(observation_space=...)"
-        )
     if observations.dtype.kind not in "biuf":
         raise DataFormatError(f"{where}: observations have dtype {observations.dtype}, but the "
                               f"observation space expects numbers ({space.dtype})")
@@ -213,14 +208,35 @@ def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space:
         "config.offline_data(input_obs_bounds='drop')")
 
 
+def _same_kind(stored: gym.Space, expected: gym.Space) -> bool:
+    """Whether a recording's space is the configured one as far as training cares: the same
+    type and shape, and for ``Discrete`` the same actions (``n`` and ``start``); ``Box`` bounds
+    may differ (checked on the values instead)."""
+    if type(stored) is not type(expected) or stored.shape != expected.shape:
+        return False
+    if isinstance(stored, gym.spaces.Discrete):
+        return (stored.n, stored.start) == (expected.n, expected.start)
+    return True
+
+
 def check_recorded_spaces(recorded: tuple[gym.Space | None, gym.Space | None],
                           configured: tuple[gym.Space | None, gym.Space | None],
                           where: str) -> None:
     """Raises unless the (observation, action) spaces stored with an episode have the
-    configured spaces' type and shape (``None`` on either side: not checked)."""
+    configured spaces' type and shape, and for ``Discrete`` spaces the same ``n`` and
+    ``start`` (``None`` on either side: not checked).
+
+    Example:
+        >>> box = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+        >>> try:
+        ...     check_recorded_spaces((box, gym.spaces.Discrete(7)), (box, gym.spaces.Discrete(2)),
+        ...                           "a.parquet: episode 3")
+        ... except DataFormatError as error:
+        ...     print(str(error)[:80])
+        a.parquet: episode 3 was recorded with the action space Discrete(7), but the con
+    """
     for kind, stored, expected in zip(("observation", "action"), recorded, configured):
-        if stored is not None and expected is not None and (
-                type(stored) is not type(expected) or stored.shape != expected.shape):
+        if stored is not None and expected is not None and not _same_kind(stored, expected):
             raise DataFormatError(
                 f"{where} was recorded with the {kind} space {stored}, but the config's is "
                 f"{expected}; was it recorded in another env? Set "

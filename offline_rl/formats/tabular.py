@@ -25,6 +25,7 @@ from offline_rl.formats.episode_rows import (
     episode_from_rows,
     extra_columns,
 )
+from offline_rl.formats.shapes import conform_columns
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
@@ -67,9 +68,26 @@ def _check_columns(column_names: Iterable[str], schema: Mapping[str, str], where
         )
 
 
-def _check_rows(rows: Mapping[str, np.ndarray], schema: Mapping[str, str], where: str) -> None:
+def _check_rows(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
+                spaces: tuple[gym.Space | None, gym.Space | None],
+                where: str) -> dict[str, np.ndarray]:
+    """The rows, their columns checked (present, typed) and their per-row shapes conformed."""
     _check_columns(rows, schema, where)
     check_row_types(rows, schema, where)
+    return conform_row_shapes(rows, schema, spaces, where)
+
+
+def conform_row_shapes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
+                       spaces: tuple[gym.Space | None, gym.Space | None],
+                       where: str) -> dict[str, np.ndarray]:
+    """The rows with the per-row shapes of their fields (the columns ``schema`` maps, and the
+    unmapped ones by their own names) checked against the (observation, action) ``spaces`` and
+    squeezed by ``offline_rl.formats.shapes``' rule."""
+    fields = {field: column for field, column in schema.items() if column in rows}
+    fields.update({name: name for name in extra_columns(rows, schema) if name not in fields})
+    conformed = conform_columns({field: rows[column] for field, column in fields.items()},
+                                spaces, where)
+    return {**rows, **{fields[field]: values for field, values in conformed.items()}}
 
 
 def check_row_types(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
@@ -129,12 +147,13 @@ def _observations(rows: Mapping[str, np.ndarray], column: str, space: gym.Space 
 
 def rows_to_train_columns(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
                           observation_space: gym.Space | None = None,
-                          where: str = "the data") -> dict[str, np.ndarray]:
+                          where: str = "the data",
+                          action_space: gym.Space | None = None) -> dict[str, np.ndarray]:
     """Tabular rows -> the default learner pipeline's train batch, column by column.
 
     Equal (values and dtypes) to running ``rows_to_episodes`` through the default pipeline.
     """
-    _check_rows(rows, schema, where)
+    rows = _check_rows(rows, schema, (observation_space, action_space), where)
     terminateds, truncateds = done_flags(rows, schema)
     columns = {
         Columns.OBS: _observations(rows, schema[Columns.OBS], observation_space, where),
@@ -188,7 +207,7 @@ def rows_to_episodes(rows: Mapping[str, np.ndarray], schema: Mapping[str, str],
     """One single-step ``SingleAgentEpisode`` per row (RLlib's tabular mapping): observations
     ``[obs, new_obs]``, the row's action and reward, its done flags, and every unmapped column as
     an extra model output."""
-    _check_rows(rows, schema, where)
+    rows = _check_rows(rows, schema, (observation_space, action_space), where)
     rows = {**rows,
             schema[Columns.OBS]: _observations(rows, schema[Columns.OBS], observation_space,
                                                where),
