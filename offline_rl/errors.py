@@ -75,6 +75,12 @@ class OutputError(OfflineRLError, OSError):
     go on (another folder, or ``overwrite``, which still replaces only offline-rl's own files)."""
 
 
+class TrainingError(OfflineRLError, RuntimeError):
+    """Training cannot go on: a loss became NaN or infinite, or a loss was given tensors of
+    other shapes than it computes with; the message names the update, the loss and the likely
+    causes."""
+
+
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""

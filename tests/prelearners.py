@@ -48,3 +48,11 @@ class ReportsImports(OfflinePreLearner):
         heavy = "torch" in sys.modules or "offline_rl.algorithms.algorithm" in sys.modules
         columns["heavy_imports"] = np.full(len(columns["obs"]), heavy)
         return columns
+
+
+class WideRewards(OfflinePreLearner):
+    """Returns rewards of shape (batch, 1): the learners must refuse them."""
+
+    def __call__(self, batch):
+        columns = super().__call__(batch)
+        return {**columns, "rewards": columns["rewards"][:, None]}

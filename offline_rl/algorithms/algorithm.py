@@ -15,6 +15,7 @@ import ray
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
+from offline_rl.core.learner import name_iteration
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
@@ -207,8 +208,11 @@ class Algorithm:
                     and self.config.evaluation_parallel_to_training)
         # In parallel, the runners play the weights from before this iteration's updates.
         pending = self._start_evaluation() if parallel else None
-        with self.offline_data.naming_damaged_files():
-            per_learner = self.learner_group.train()
+        try:
+            with self.offline_data.naming_damaged_files():
+                per_learner = self.learner_group.train()
+        except Exception as error:
+            raise name_iteration(error, self.iteration + 1)  # noqa: B904 (it is the error)
         steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
         optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +18,63 @@ from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
 from offline_rl.core.state_file import load_state_file
-from offline_rl.errors import ConfigError, ResourceError
+from offline_rl.errors import (
+    ConfigError,
+    ResourceError,
+    TrainingError,
+    error_chain,
+    find_error,
+)
+from offline_rl.formats.shapes import row_shape
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
 
 #: The name of the optimizer of a learner that has one.
 DEFAULT_OPTIMIZER = "default"
+#: Batch columns holding one number per row: each reaches the losses with shape ``(batch,)``.
+PER_ROW_COLUMNS = (Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS,
+                   Columns.ACTION_LOGP, Columns.ACTION_PROB, Columns.VF_PREDS,
+                   Columns.ADVANTAGES, Columns.VALUE_TARGETS, Columns.LOSS_MASK, Columns.N_STEP)
+#: What a loss that became NaN or infinite most often comes from, for the message.
+NONFINITE_CAUSES = (
+    "a learning rate too high for the data (lower lr, or set grad_clip); rewards or "
+    "observations on a large scale (rescale the rewards; normalize the observations with "
+    "config.rl_module(model_config={'normalize_observations': True})); or NaN/inf in "
+    "columns the data checks do not cover (extra columns a custom connector reads)")
+
+
+def name_iteration(error: Exception, iteration: int) -> Exception:
+    """``error`` as ``Algorithm.train`` raises it in training iteration ``iteration``: a
+    ``TrainingError`` (raised here or by a remote learner, wrapped by Ray) with the iteration
+    named first, its cause ``error``; any other error unchanged."""
+    found = find_error(error)
+    if not isinstance(found, TrainingError):
+        return error
+    if found is not error:  # Ray's wrappers: their frames would keep the pipeline alive
+        for wrapped in error_chain(error):
+            wrapped.__traceback__ = None
+    named = TrainingError(f"training iteration {iteration}, {found.message}")
+    named.__cause__ = error
+    return named
+
+
+def check_per_row(loss: str, rows: int, **tensors: torch.Tensor) -> None:
+    """Raises ``TrainingError`` unless every tensor holds one value per row (shape
+    ``(rows,)``): a loss calls it on the per-row terms it combines, so that one of another
+    shape is never broadcast (``(rows, 1) * (rows,)`` is ``(rows, rows)``).
+
+    Example:
+        >>> try:
+        ...     check_per_row("policy_loss", 2, logp=torch.zeros(2), weights=torch.ones(2, 1))
+        ... except TrainingError as error:
+        ...     print(str(error)[:58])
+        policy_loss: weights has shape (2, 1), but the loss comput
+    """
+    for name, tensor in tensors.items():
+        if tuple(tensor.shape) != (rows,):
+            raise TrainingError(
+                f"{loss}: {name} has shape {tuple(tensor.shape)}, but the loss computes with one "
+                f"value per row, shape ({rows},); a custom module or loss returned it")
 
 
 def resolve_device(num_gpus_per_learner: float) -> torch.device:
@@ -136,6 +188,8 @@ class Learner:
         started = time.perf_counter()
         tensors = None if batch is None else self._to_tensor(rl_module=self.module, batch=batch,
                                                              episodes=[])
+        if tensors is not None:
+            self._check_batch_shapes(tensors)
         stepped: list[torch.Tensor] = []
         reported: dict[str, torch.Tensor] = {}
         for stage in self.update_stages():
@@ -164,9 +218,43 @@ class Learner:
         reported["total_loss"] = torch.stack(stepped).sum()
         values = torch.stack(list(reported.values())).tolist()
         metrics = dict(zip(reported, values))
+        if not math.isfinite(metrics["total_loss"]):
+            raise self._nonfinite_error(metrics)
         metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
         metrics["learner_update_timer"] = time.perf_counter() - started
         return metrics
+
+    def _check_batch_shapes(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Raises ``TrainingError`` unless the batch's actions have the action space's per-row
+        shape and its per-row columns (``PER_ROW_COLUMNS``) one value per row."""
+        rows = len(next(iter(tensors.values())))
+        expected = {name: () for name in PER_ROW_COLUMNS}
+        expected[Columns.ACTIONS] = row_shape(getattr(self.module, "action_space", None))
+        for name, shape in expected.items():
+            tensor = tensors.get(name)
+            if tensor is None or shape is None or tuple(tensor.shape) == (rows, *shape):
+                continue
+            raise TrainingError(
+                f"update {self.num_updates + 1}: batch column {name!r} has shape "
+                f"{tuple(tensor.shape)}, but the losses expect {(rows, *shape)} (one row per "
+                "timestep, each of the action space's shape or one number); nothing is "
+                "broadcast. A custom PreLearner, connector piece or batch produced it: return "
+                "that shape")
+
+    def _nonfinite_error(self, metrics: dict[str, float]) -> TrainingError:
+        """The error for an update whose loss became NaN or infinite, naming the losses."""
+        losses = [name for name, value in metrics.items()
+                  if name.endswith("loss") and name != "total_loss" and not math.isfinite(value)]
+        shown = ", ".join(f"{name}={metrics[name]}" for name in losses or ["total_loss"])
+        return TrainingError(
+            f"update {self.num_updates}: the loss became NaN or infinite ({shown}); training "
+            "stopped, as the weights are no longer usable (restore the last checkpoint). Likely "
+            f"causes: {NONFINITE_CAUSES}")
+
+    def _nonfinite_outputs(self, fwd_out: dict[str, torch.Tensor]) -> list[str]:
+        """The forward outputs holding NaN or inf (one check each, on an error's path only)."""
+        return [name for name, value in fwd_out.items() if isinstance(value, torch.Tensor)
+                and value.is_floating_point() and not bool(torch.isfinite(value).all())]
 
     def _stage_losses(self, stage: tuple[str, ...], losses: dict[str, torch.Tensor]
                       ) -> dict[str, torch.Tensor]:
@@ -181,8 +269,18 @@ class Learner:
     def _losses(self, tensors: dict[str, torch.Tensor], stepping: tuple[str, ...]
                 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         self.stepping = stepping
+        fwd_out = self.module.forward_train(tensors)
         try:
-            return self.compute_losses(batch=tensors, fwd_out=self.module.forward_train(tensors))
+            return self.compute_losses(batch=tensors, fwd_out=fwd_out)
+        except ValueError as error:  # torch's distributions refuse NaN parameters
+            nonfinite = self._nonfinite_outputs(fwd_out)
+            if not nonfinite:
+                raise
+            raise TrainingError(
+                f"update {self.num_updates + 1}: the module's outputs {nonfinite} hold NaN or "
+                "inf, so no loss can be computed; training stopped, as the weights are no "
+                f"longer usable (restore the last checkpoint). Likely causes: {NONFINITE_CAUSES}"
+            ) from error
         finally:
             self.stepping = tuple(self.optimizers)
 
@@ -197,6 +295,7 @@ class Learner:
             with torch.no_grad():
                 for batch in batches:
                     tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
+                    self._check_batch_shapes(tensors)
                     losses, stats = self._losses(tensors, tuple(self.optimizers))
                     count = len(batch[Columns.ACTIONS])
                     for key, value in {"total_loss": torch.stack(list(losses.values())).sum(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner
+from offline_rl.core.learner import Learner, check_per_row
 
 
 class BCTorchLearner(Learner):
@@ -27,5 +27,7 @@ class BCTorchLearner(Learner):
         """Negative log-likelihood of ``batch["actions"]``."""
         dist_cls = self.module.get_train_action_dist_cls()
         dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
-        policy_loss = -dist.logp(batch[Columns.ACTIONS]).mean()
+        logp = dist.logp(batch[Columns.ACTIONS])
+        check_per_row("policy_loss", len(batch[Columns.ACTIONS]), logp=logp)
+        policy_loss = -logp.mean()
         return policy_loss, {"policy_loss": policy_loss}

@@ -12,7 +12,7 @@ import torch
 from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
 
 #: The largest Lagrange multiplier of the conservative penalty (as in the CQL paper's code).
 MAX_LAGRANGE_MULTIPLIER = 1e6
@@ -92,6 +92,8 @@ class CQLTorchLearner(Learner):
                                                        next_actions[:, 0],
                                                        alpha * next_logp[:, 0]), config.gamma)
         q_data = module.q_values(obs, actions)
+        check_per_row("td_loss", len(obs), target=target, q_value=q_data[0],
+                      q_twin_value=q_data[1])
         td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_data)
         candidates, candidate_logp = self._candidate_actions(
             policy_actions[:, 1:].detach(), policy_logp[:, 1:].detach(),
@@ -113,6 +115,8 @@ class CQLTorchLearner(Learner):
             policy_gain = dist.logp(actions)
         else:
             policy_gain = torch.minimum(*module.q_values(obs, sampled_action))
+        check_per_row("policy_loss", len(obs), sampled_logp=sampled_logp,
+                      policy_gain=policy_gain)
         policy_loss = (alpha * sampled_logp - policy_gain).mean()
         alpha_loss = -(self.log_alpha * (sampled_logp.detach() + self.target_entropy)).mean()
         losses = {"policy": policy_loss, "critic": critic_loss, "alpha": alpha_loss}

@@ -7,7 +7,7 @@ import torch
 from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import DEFAULT_OPTIMIZER, Learner
+from offline_rl.core.learner import DEFAULT_OPTIMIZER, Learner, check_per_row
 
 
 class DiscreteCQLTorchLearner(Learner):
@@ -42,6 +42,7 @@ class DiscreteCQLTorchLearner(Learner):
             next_actions = module.q_values(next_obs).argmax(dim=1, keepdim=True)
             next_q = module.q_values(next_obs, target=True).gather(1, next_actions).squeeze(1)
             target = td_target(batch, next_q, config.gamma)
+        check_per_row("td_loss", len(actions), q_taken=q_taken, target=target)
         td_loss = torch.nn.functional.mse_loss(q_taken, target)
         cql_loss = conservative_penalty(q_values, q_taken)
         loss = td_loss + config.min_q_weight * cql_loss

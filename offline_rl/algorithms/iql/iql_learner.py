@@ -7,7 +7,7 @@ import torch
 
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
 
 
 def expectile_loss(differences: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -71,7 +71,10 @@ class IQLTorchLearner(Learner):
             max=config.max_advantage_weight)
         dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS])
-        policy_loss = -(weights * dist.logp(actions)).mean()
+        logp = dist.logp(actions)
+        check_per_row("IQL's losses", len(actions), target_q=target_q, target=target,
+                      value=value, q_value=q_value, q_twin_value=q_twin_value, logp=logp)
+        policy_loss = -(weights * logp).mean()
         losses = {"policy": policy_loss, "critic": critic_loss, "value": value_loss}
         stats = {"policy_loss": policy_loss, "critic_loss": critic_loss, "value_loss": value_loss,
                  "mean_q": q_value.mean(), "mean_advantage_weight": weights.mean()}

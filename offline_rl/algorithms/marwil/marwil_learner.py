@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner
+from offline_rl.core.learner import Learner, check_per_row
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
 
@@ -59,10 +59,14 @@ class MARWILTorchLearner(Learner):
         dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS])
         logp = dist.logp(batch[Columns.ACTIONS])
+        rows = len(batch[Columns.ACTIONS])
+        check_per_row("policy_loss", rows, logp=logp)
         if config.beta == 0:
             policy_loss = -masked_mean(logp, mask)
             return policy_loss, {"policy_loss": policy_loss}
-        advantages = batch[Columns.VALUE_TARGETS] - module.compute_values(batch)
+        values = module.compute_values(batch)
+        check_per_row("vf_loss", rows, value_targets=batch[Columns.VALUE_TARGETS], values=values)
+        advantages = batch[Columns.VALUE_TARGETS] - values
         squared_advantages = masked_mean(advantages.pow(2), mask)
         vf_loss = 0.5 * squared_advantages
         self.moving_avg_sqd_adv_norm += config.moving_average_sqd_adv_norm_update_rate * (

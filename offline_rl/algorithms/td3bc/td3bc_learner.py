@@ -7,7 +7,7 @@ import torch
 
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
 
 
 class TD3BCTorchLearner(Learner):
@@ -74,6 +74,8 @@ class TD3BCTorchLearner(Learner):
                 next_q = torch.minimum(*module.q_values(next_obs, next_actions, target=True))
                 target = td_target(batch, next_q, config.gamma)
             q_value, q_twin_value = module.q_values(obs, actions)
+            check_per_row("critic_loss", len(obs), target=target, q_value=q_value,
+                          q_twin_value=q_twin_value)
             losses["critic"] = (torch.nn.functional.mse_loss(q_value, target)
                                 + torch.nn.functional.mse_loss(q_twin_value, target))
             stats.update(critic_loss=losses["critic"], mean_q=q_value.mean())
