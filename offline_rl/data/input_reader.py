@@ -28,6 +28,8 @@ from offline_rl.data.input_files import list_data_files
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
+from offline_rl.formats.parquet_footer import FooterCaps, check_footer
+from offline_rl.formats.shapes import conforms
 from offline_rl.formats.tabular import missing_columns, resolve_schema
 from offline_rl.placement import current_placement_group
 
@@ -104,11 +106,13 @@ def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
 
 def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
                           schema_overrides: dict[str, str],
-                          observation_space: gym.Space | None) -> list[str] | None:
+                          observation_space: gym.Space | None,
+                          caps: FooterCaps | None = None) -> list[str] | None:
     """Fails fast, before any Ray work, on missing paths, folders without Parquet files, missing
-    columns and observations of the wrong shape or type. Reads the first Parquet file's footer
-    per path (every file's footer when local, so torn files are caught too), locally or through
-    ``filesystem``; URIs without a filesystem are left to Ray Data.
+    columns, observations of the wrong shape or type, and footers that declare what the file
+    cannot hold or more than ``caps`` (``offline_rl.formats.parquet_footer``). Reads the first
+    Parquet file's footer per path (every file's footer when local, so torn files are caught
+    too), locally or through ``filesystem``; URIs without a filesystem are left to Ray Data.
 
     Returns the columns to read when the files hold different ones (``shared_columns``;
     ``None`` when they agree): a column some files lack (``action_logp``, say) is left out,
@@ -126,10 +130,10 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
             raise DataFormatError(_no_parquet(path, fs, located))
         scheme = path[: len(path) - len(located)]
         footers[scheme + files[0]] = _check_file(scheme + files[0], fs, files[0], schema,
-                                                 observation_space)
+                                                 observation_space, caps)
         if isinstance(fs, pafs.LocalFileSystem):
             for file in files[1:]:
-                footers[file] = _read_schema(file, fs, file)
+                footers[file] = _read_schema(file, fs, file, caps)
                 _check_columns(file, footers[file], schema)
     return shared_columns(footers)
 
@@ -172,17 +176,25 @@ def shared_columns(footers: dict[str, pa.Schema]) -> list[str] | None:
     return shared
 
 
-def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
+def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                          caps: FooterCaps | None = None) -> None:
     """Fails fast, before any Ray work, on a path holding no Parquet files (for formats whose
-    columns are checked later: episodes, SampleBatches); URIs without a filesystem are left to
-    Ray Data."""
+    columns are checked later: episodes, SampleBatches) and on footers ``check_footer``
+    refuses (the first file's per path; every file's when local); URIs without a filesystem
+    are left to Ray Data."""
     for path in paths:
         if filesystem is None and is_uri(path):
             continue
         fs = filesystem or pafs.LocalFileSystem()
         located = filesystem_path(path, filesystem)
-        if not data_files(path, fs, located):
+        files = data_files(path, fs, located)
+        if not files:
             raise DataFormatError(_no_parquet(path, fs, located))
+        scheme = path[: len(path) - len(located)]
+        _read_schema(scheme + files[0], fs, files[0], caps)
+        if isinstance(fs, pafs.LocalFileSystem):
+            for file in files[1:]:
+                _read_schema(file, fs, file, caps)
 
 
 def check_json_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
@@ -285,13 +297,19 @@ def _not_found(path: str, fs: pafs.FileSystem) -> str:
             "prefix); fix the path or input_filesystem_kwargs")
 
 
-def _read_schema(shown: str, fs: pafs.FileSystem, file: str) -> pa.Schema:
+def _read_schema(shown: str, fs: pafs.FileSystem, file: str,
+                 caps: FooterCaps | None) -> pa.Schema:
+    """The file's Arrow schema, read from its footer alone once ``check_footer`` accepts it."""
     try:
-        return pq.read_schema(file, filesystem=fs)
+        with fs.open_input_file(file) as handle:
+            parquet = pq.ParquetFile(handle)
+            metadata, arrow_schema, size = parquet.metadata, parquet.schema_arrow, handle.size()
     except (OSError, pa.ArrowException) as error:
         raise DataFormatError(
             f"{shown} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
             "Re-write it or move it out of the input folder") from None
+    check_footer(metadata, shown, size, caps)
+    return arrow_schema
 
 
 def _check_columns(shown: str, arrow_schema: pa.Schema, schema: dict[str, str]) -> None:
@@ -304,8 +322,8 @@ def _check_columns(shown: str, arrow_schema: pa.Schema, schema: dict[str, str]) 
 
 
 def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, str],
-                observation_space: gym.Space | None) -> pa.Schema:
-    arrow_schema = _read_schema(shown, fs, file)
+                observation_space: gym.Space | None, caps: FooterCaps | None) -> pa.Schema:
+    arrow_schema = _read_schema(shown, fs, file, caps)
     _check_columns(shown, arrow_schema, schema)
     if not isinstance(observation_space, gym.spaces.Box):
         return arrow_schema
@@ -320,7 +338,7 @@ def _check_file(shown: str, fs: pafs.FileSystem, file: str, schema: dict[str, st
             f"{shown}: column {column!r} holds {leaf} values, but the observation space "
             f"{observation_space} expects numbers; check the data or input_read_schema")
     shape = _row_shape(arrow_type)
-    if shape is not None and shape != observation_space.shape:
+    if shape is not None and not conforms(shape, observation_space.shape):
         raise DataFormatError(
             f"{shown}: column {column!r} holds arrays of shape {shape} but the observation space "
             f"is {observation_space} with shape {observation_space.shape}; check the data or "
