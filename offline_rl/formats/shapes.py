@@ -56,22 +56,27 @@ def conforms(found: tuple[int, ...], expected: tuple[int, ...]) -> bool:
 
 
 def conform_rows(values: np.ndarray, expected: tuple[int, ...] | None, column: str,
-                 where: str, expected_by: str) -> np.ndarray:
+                 where: str, kind: str | None = None, space: gym.Space | None = None
+                 ) -> np.ndarray:
     """``values`` (one row per timestep) with rows of shape ``expected`` (``None``: unchecked):
     as they are, squeezed by the module's rule, or a ``DataFormatError`` naming ``where``,
-    ``column``, the shapes and ``expected_by`` (what fixes the expected shape)."""
+    ``column`` and the shapes, and the ``kind`` (``"observation"``, ``"action"``) of ``space``
+    that fixes the expected shape (``None``: a column of one number per row)."""
     found = values.shape[1:]
     if expected is None or found == expected:
         return values
     if conforms(found, expected):
         return values[:, 0]
     example = f" (row 0: {values[0].tolist()})" if len(values) and values[0].size <= 8 else ""
+    if kind is None:
+        expected_by = "a column of one number per row"
+        fix = "write it with one number per row (a one-element list is read as its value)"
+    else:
+        expected_by = f"the {kind} space {space}"
+        fix = f"write it with that shape, or set config.environment({kind}_space=...)"
     raise DataFormatError(
         f"{where}: column {column!r} holds rows of shape {found}{example}, but {expected_by} "
-        f"expects rows of shape {expected}; nothing is broadcast. Write the column with that "
-        "shape, or fix the space with config.environment(observation_space=..., "
-        "action_space=...). (A one-element list where one value is expected is read as the "
-        "value.)")
+        f"expects rows of shape {expected}; nothing is broadcast: {fix}")
 
 
 def conform_columns(columns: Mapping[str, np.ndarray],
@@ -84,13 +89,14 @@ def conform_columns(columns: Mapping[str, np.ndarray],
     conformed = dict(columns)
     for column, values in columns.items():
         if column in OBSERVATION_COLUMNS:
-            expected = row_shape(observation_space)
-            by = f"the observation space {observation_space}"
+            kind, space = "observation", observation_space
         elif column == Columns.ACTIONS:
-            expected, by = row_shape(action_space), f"the action space {action_space}"
+            kind, space = "action", action_space
         elif column in SCALAR_COLUMNS:
-            expected, by = (), "offline-rl (one number per row)"
+            kind, space = None, None
         else:
             continue
-        conformed[column] = conform_rows(np.asarray(values), expected, column, where, by)
+        expected = () if kind is None else row_shape(space)
+        conformed[column] = conform_rows(np.asarray(values), expected, column, where, kind,
+                                         space)
     return conformed
