@@ -6,7 +6,6 @@ the caps) is refused before anything is allocated."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
