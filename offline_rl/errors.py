@@ -130,3 +130,18 @@ def error_chain(error: BaseException) -> list[BaseException]:
         chain.append(current)
         pending += [getattr(current, "cause", None), current.__cause__, current.__context__]
     return chain
+
+
+def name_iteration(error: Exception, iteration: int) -> Exception:
+    """``error`` as ``Algorithm.train`` raises it in training iteration ``iteration``: a
+    ``TrainingError`` (raised here or by a remote learner, wrapped by Ray) with the iteration
+    named first, its cause ``error``; any other error unchanged."""
+    found = find_error(error)
+    if not isinstance(found, TrainingError):
+        return error
+    if found is not error:  # Ray's wrappers: their frames would keep the pipeline alive
+        for wrapped in error_chain(error):
+            wrapped.__traceback__ = None
+    named = TrainingError(f"training iteration {iteration}, {found.message}")
+    named.__cause__ = error
+    return named

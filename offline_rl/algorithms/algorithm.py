@@ -15,9 +15,8 @@ import ray
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
-from offline_rl.core.learner import name_iteration
 from offline_rl.data.offline_data import OfflineData
-from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import (

@@ -18,13 +18,7 @@ from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
 from offline_rl.core.state_file import load_state_file
-from offline_rl.errors import (
-    ConfigError,
-    ResourceError,
-    TrainingError,
-    error_chain,
-    find_error,
-)
+from offline_rl.errors import ConfigError, ResourceError, TrainingError
 from offline_rl.formats.shapes import row_shape
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
@@ -41,21 +35,6 @@ NONFINITE_CAUSES = (
     "observations on a large scale (rescale the rewards; normalize the observations with "
     "config.rl_module(model_config={'normalize_observations': True})); or NaN/inf in "
     "columns the data checks do not cover (extra columns a custom connector reads)")
-
-
-def name_iteration(error: Exception, iteration: int) -> Exception:
-    """``error`` as ``Algorithm.train`` raises it in training iteration ``iteration``: a
-    ``TrainingError`` (raised here or by a remote learner, wrapped by Ray) with the iteration
-    named first, its cause ``error``; any other error unchanged."""
-    found = find_error(error)
-    if not isinstance(found, TrainingError):
-        return error
-    if found is not error:  # Ray's wrappers: their frames would keep the pipeline alive
-        for wrapped in error_chain(error):
-            wrapped.__traceback__ = None
-    named = TrainingError(f"training iteration {iteration}, {found.message}")
-    named.__cause__ = error
-    return named
 
 
 def check_per_row(loss: str, rows: int, **tensors: torch.Tensor) -> None:
