@@ -114,15 +114,9 @@ def test_default_iteration_is_one_epoch_and_carries_the_remainder(indexed_data, 
     assert [r["data"]["epochs_completed"] for r in results] == [1, 2, 3]
 
 
-WHOLE_EPOCHS_PER_REMOTE_LEARNER = pytest.mark.xfail(
-    strict=True, reason="with the raw input in memory and the mapped data streamed, each remote "
-    "learner's streaming_split shard of the many-epoch plan holds whole epochs (one Ray Data "
-    "block spans several), so an iteration trains num_learners epochs, not one")
-
-
 @pytest.mark.parametrize(("materialize_mapped_data", "materialize_data"), [
     (True, False), (False, False),
-    pytest.param(False, True, marks=WHOLE_EPOCHS_PER_REMOTE_LEARNER),
+    (False, True),
 ], ids=["mapped-in-memory", "streamed", "streamed-repeated"])
 def test_two_remote_learners_train_from_every_feed(indexed_data, ray_session,
                                                    materialize_mapped_data, materialize_data):

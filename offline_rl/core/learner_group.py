@@ -115,7 +115,7 @@ class LearnerGroup:
                                   **options[rank]).remote(config)
             for rank in range(n)
         ]
-        self.offline_data.build(reserved_cpus=n * cpus)  # while the actors start
+        self.offline_data.build(reserved_cpus=n * cpus, num_shards=n)  # as the actors start
         shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
                               locality_hints=self._call_all("node_id"))
         repeated = self.offline_data.repeats_epochs

@@ -138,6 +138,8 @@ class OfflineData:
         #: The materialized input cut into parts of one PreLearner call, when
         #: ``repeats_epochs``, and the mean bytes of a part.
         self._parts: list[ray.ObjectRef] = []
+        #: The learners the mapped data is split between (``build``'s ``num_shards``).
+        self._num_shards = 1
         self._part_bytes = 0.0
         #: The seed of the plan's orders: the run's, else a fresh random one.
         self._plan_seed = config.seed if config.seed is not None else secrets.randbits(63)
@@ -195,10 +197,13 @@ class OfflineData:
     @property
     def repeats_epochs(self) -> bool:
         """Whether one Ray Data execution streams many epochs (``repeated_epochs``): when the
-        mapped data is streamed, the raw input materialized, and ``iter_batches_kwargs`` ask for
-        no local shuffle buffer (which would mix the epochs; the plan shuffles instead)."""
+        mapped data is streamed, the raw input materialized, one learner reads it (a
+        ``streaming_split`` shard would hold whole epochs of the plan, one Ray Data block
+        spanning several), and ``iter_batches_kwargs`` ask for no local shuffle buffer (which
+        would mix the epochs; the plan shuffles instead)."""
         config = self.config
         return (config.materialize_data and not config.materialize_mapped_data
+                and self._num_shards == 1
                 and not config.iter_batches_kwargs.get("local_shuffle_buffer_size"))
 
     def stream_position(self) -> dict[str, Any] | None:
@@ -221,9 +226,10 @@ class OfflineData:
         self.stream = BatchStream(self._stream_source, self._epochs(), start=position,
                                   stats=stats).start()
 
-    def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
-        """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; they
-        each iterate one ``streaming_split`` shard of it with ``epoch_batches``."""
+    def build(self, *, reserved_cpus: float = 0, num_shards: int = 1) -> ray.data.Dataset:
+        """Builds the pipeline for ``num_shards`` remote learners, leaving ``reserved_cpus`` to
+        them; they each iterate one ``streaming_split`` shard of it with ``epoch_batches``."""
+        self._num_shards = num_shards
         self._prepare(reserved_cpus)
         return self.build_mapped_dataset()
 
