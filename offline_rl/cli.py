@@ -230,17 +230,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+    config = AlgorithmConfig.from_yaml(args.config)  # a bad config fails before Ray's imports
+
     from tqdm import tqdm
 
     from offline_rl.algorithms.algorithm import Algorithm
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.checkpoint import check_checkpoint_path
     from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints, newest_checkpoint
     from offline_rl.algorithms.ray_start import start_ray
     from offline_rl.monitoring import ResultLog
     from offline_rl.monitoring.result_log import PROGRESS_FILE, RESULT_FILE
 
-    config = AlgorithmConfig.from_yaml(args.config)
     if args.checkpoint_frequency is not None:
         config.checkpointing(checkpoint_frequency=args.checkpoint_frequency)
     if args.keep_checkpoints is not None:

@@ -204,29 +204,27 @@ def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):
         IQLConfig().training(expectile=1.0, tau=0).validate()
 
 
-@pytest.mark.parametrize(("config_class", "networks", "optimizers", "raw_in_memory"), [
+@pytest.mark.parametrize(("config_class", "networks", "optimizers"), [
     (IQLConfig, {"qf_target.0.weight", "vf.0.weight", "qf_twin.0.weight"},
-     ["critic", "policy", "value"], False),
-    # MARWIL: advantages computed in the PreLearners with the learners' published weights,
-    # epoch by epoch or many epochs per Ray Data execution (the raw input in memory).
-    (MARWILConfig, {"vf.0.weight", "pi.0.weight"}, ["default"], False),
-    (MARWILConfig, {"vf.0.weight", "pi.0.weight"}, ["default"], True),
-], ids=["IQL", "MARWIL", "MARWIL-repeated-epochs"])
+     ["critic", "policy", "value"]),
+    # MARWIL: advantages computed in the PreLearners with the learners' published weights
+    # (several learners stream epoch by epoch, the raw input in memory or not).
+    (MARWILConfig, {"vf.0.weight", "pi.0.weight"}, ["default"]),
+], ids=["IQL", "MARWIL"])
 def test_two_learners_stay_identical_networks_targets_and_optimizers(
-        ray_session, cartpole_data, config_class, networks, optimizers, raw_in_memory):
+        ray_session, cartpole_data, config_class, networks, optimizers):
     config = (config_class().environment("CartPole-v1")
               .training(train_batch_size_per_learner=128)
               .learners(num_learners=2, num_cpus_per_learner=0.25)
               .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=5,
-                            map_batches_kwargs={"num_cpus": 0.5}, materialize_data=raw_in_memory)
+                            map_batches_kwargs={"num_cpus": 0.5})
               .rl_module(model_config={"fcnet_hiddens": [16]}).debugging(seed=0))
     with config.build() as algo:
         result = algo.train()
         states = ray.get([actor.get_state.remote() for actor in algo.learner_group._actors])
     # Ray Data's figures: of the materialized pass (IQL), or of the streaming execution in the
     # split coordinator actor (MARWIL).
-    mapper = "EpochsPreLearner" if raw_in_memory else "OfflinePreLearner"
-    prelearners = result["data"]["operators"][f"MapBatches({mapper})"]
+    prelearners = result["data"]["operators"]["MapBatches(OfflinePreLearner)"]
     assert prelearners["rows"] >= 2 * 5 * 128
     assert result["data"]["prelearner_s"] == prelearners["udf_s"] > 0
     first, second = states

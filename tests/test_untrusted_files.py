@@ -118,8 +118,10 @@ def test_a_name_resolves_to_a_class_of_an_imported_module_that_fits_the_field(tm
         AlgorithmConfig.from_yaml(folder / CONFIG_FILE)
 
 
-BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(11))
+#: Eleven levels of ten aliases each as a learning rate: 10**11 values once expanded (the
+#: message naming the bad value expanded it: offline-rl ran ~60 s and died with MemoryError).
+BILLION_LAUGHS = "algorithm: BC\ntraining:\n  lr:\n" + "".join(
+    f"  - &k{i} [{', '.join([f'*k{i - 1}'] * 10) if i else 'x'}]\n" for i in range(12))
 
 
 def test_a_yaml_alias_bomb_is_refused_quickly_in_little_memory(tmp_path):
@@ -132,8 +134,9 @@ def test_a_yaml_alias_bomb_is_refused_quickly_in_little_memory(tmp_path):
                           timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == (
-        f"offline-rl: error: {config_file} uses more than 100 YAML aliases (*name); refused, as "
-        "aliases of aliases can expand without bound. Write the values out")
+        f"offline-rl: error: {config_file} expands to more than 1,000,000 values through its "
+        "YAML aliases (*name); refused, as aliases of aliases can expand without bound. Write "
+        "the values out")
     assert int(done.stdout.split()[-1]) < 600 * 1024  # peak RSS in KiB: imports only
 
 
@@ -142,6 +145,11 @@ def test_a_yaml_alias_bomb_is_refused_quickly_in_little_memory(tmp_path):
     (b"# " + b"x" * (1024 * 1024) + b"\n", r"holds 1,048,579 bytes, over the cap of 1,048,576"),
     (b"training: [lr, 0.001]\n", r"section 'training' must be a mapping of keys to values, got "
                                  r"list"),
+    (b"a: &a [*a]\n", r"holds an alias inside its own anchor"),
+    (b"a: &a [x, x]\n" + b"".join(b"b%d: &b%d [*%s, *%s]\n" % (i, i, *[b"b%d" % (i - 1) if i
+                                   else b"a"] * 2) for i in range(40)),
+     r"expands to more than 1,000,000 values"),
+    (b"[" * 100_000, r"nests too deep to be a config"),
 ])
 def test_a_config_file_that_is_not_a_config_is_named(tmp_path, content, message):
     config_file = tmp_path / "config.yaml"

@@ -124,9 +124,9 @@ def resolve_named(options: dict[str, Any], where: str) -> dict[str, Any]:
 
 #: Largest YAML config read, in bytes (configs are a few KiB).
 MAX_CONFIG_BYTES = 1024 * 1024
-#: Most aliases (``*name``) a YAML config may use: each may stand for a whole subtree, so a few
-#: nested ones expand into billions of values (the "billion laughs").
-MAX_CONFIG_ALIASES = 100
+#: Most values a YAML config may hold once its aliases (``*name``) are expanded: each alias
+#: stands for a whole subtree, so a few nested ones expand into billions (the "billion laughs").
+MAX_CONFIG_VALUES = 1_000_000
 
 
 def _keys(value: Any) -> set[str]:
@@ -139,10 +139,10 @@ def _keys(value: Any) -> set[str]:
 
 
 def read_config_file(path: str | Path, *, max_bytes: int = MAX_CONFIG_BYTES,
-                     max_aliases: int = MAX_CONFIG_ALIASES) -> dict[str, Any]:
+                     max_values: int = MAX_CONFIG_VALUES) -> dict[str, Any]:
     """A YAML config file's contents (a mapping of sections): a regular file of at most
-    ``max_bytes``, UTF-8, plain YAML (no tags that build objects), at most ``max_aliases``
-    aliases; ``ConfigError`` naming the file otherwise."""
+    ``max_bytes``, UTF-8, plain YAML (no tags that build objects), expanding to at most
+    ``max_values`` values; ``ConfigError`` naming the file otherwise."""
     raw = read_checked_bytes(path, max_bytes=max_bytes, error=ConfigError)
     try:
         text = raw.decode("utf-8")
@@ -150,11 +150,13 @@ def read_config_file(path: str | Path, *, max_bytes: int = MAX_CONFIG_BYTES,
         raise ConfigError(f"{path} is not UTF-8 text (byte {error.start} is "
                           f"{raw[error.start:error.start + 1]!r}); save it as UTF-8") from None
     try:
-        values = _BoundedLoader(text, str(path), max_aliases).get_single_data()
+        values = _BoundedLoader(text, str(path), max_values).get_single_data()
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is no plain YAML config ({str(error).splitlines()[0]}); "
                           "config files hold mappings, lists, strings and numbers only (tags "
                           "that build Python objects are refused)") from None
+    except RecursionError:
+        raise ConfigError(f"{path} nests too deep to be a config") from None
     if not isinstance(values, dict):
         raise ConfigError(f"{path}: expected a mapping of config sections, got "
                           f"{type(values).__name__}")
@@ -162,20 +164,40 @@ def read_config_file(path: str | Path, *, max_bytes: int = MAX_CONFIG_BYTES,
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a document with more than ``max_aliases`` aliases."""
+    """PyYAML's safe loader, refusing a document whose nodes, its aliases expanded, number more
+    than ``max_values`` (counted on the composed nodes, before anything is built)."""
 
-    def __init__(self, text: str, name: str, max_aliases: int) -> None:
+    def __init__(self, text: str, name: str, max_values: int) -> None:
         super().__init__(text)
-        self.name, self.max_aliases, self.aliases = name, max_aliases, 0
+        self.name, self.max_values = name, max_values
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > self.max_aliases:
-                raise ConfigError(f"{self.name} uses more than {self.max_aliases} YAML aliases "
-                                  "(*name); refused, as aliases of aliases can expand without "
-                                  "bound. Write the values out")
-        return super().compose_node(parent, index)
+    def construct_document(self, node: yaml.Node) -> Any:
+        expanded: dict[int, int] = {}
+        if self._expanded_size(node, expanded, set()) > self.max_values:
+            raise ConfigError(f"{self.name} expands to more than {self.max_values:,} values "
+                              "through its YAML aliases (*name); refused, as aliases of aliases "
+                              "can expand without bound. Write the values out")
+        return super().construct_document(node)
+
+    def _expanded_size(self, node: yaml.Node, expanded: dict[int, int], open_: set[int]) -> int:
+        """How many nodes ``node`` stands for, each alias expanded (memoized by node)."""
+        if id(node) in expanded:
+            return expanded[id(node)]
+        if id(node) in open_:
+            raise ConfigError(f"{self.name} holds an alias inside its own anchor (a recursive "
+                              "value); a config cannot hold one")
+        open_.add(id(node))
+        children = [] if isinstance(node, yaml.ScalarNode) else (
+            [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode) else node.value)
+        size = 1
+        for child in children:
+            size += self._expanded_size(child, expanded, open_)
+            if size > self.max_values:
+                break
+        open_.discard(id(node))
+        expanded[id(node)] = size
+        return size
 
 
 def write_config_file(values: dict[str, Any], path: str | Path) -> None:
