@@ -416,7 +416,9 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
                                      **kwargs.get("ray_remote_args", {})}
     paths = [filesystem_path(path, filesystem)
              for path in input_paths(config.input_, filesystem)]
-    with quiet_data_context(preserve_order=config.seed is not None):
+    with quiet_data_context(preserve_order=config.seed is not None), warnings.catch_warnings():
+        # ray_remote_args is deprecated (Ray 2.64), but it is the only way to bound the retries
+        warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
         dataset = read(paths, **kwargs)
     if config.materialize_data:
         dataset = dataset.materialize()
