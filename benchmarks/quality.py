@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -102,14 +101,13 @@ def action_kind(env_id: str) -> str:
 
 
 def dataset(env_id: str, tier: str, root: Path, episodes: int) -> Path:
-    """The tier's dataset under ``root`` (recorded once per generator version, seed 0)."""
+    """The tier's dataset under ``root``, recorded once per generator version (seed 0) into a
+    folder of its own: an older version's folder is left as it is, never deleted."""
     from offline_rl.datasets import make_dataset
     from offline_rl.datasets.generate import CARD_FILE, GENERATOR_VERSION
 
-    path = root / f"{env_id}-{tier}-{episodes}"
-    card = path / CARD_FILE
-    if not card.exists() or json.loads(card.read_text())["generator_version"] != GENERATOR_VERSION:
-        shutil.rmtree(path, ignore_errors=True)  # this script's own cache, of an older generator
+    path = root / f"{env_id}-{tier}-{episodes}-v{GENERATOR_VERSION}"
+    if not (path / CARD_FILE).exists():
         make_dataset(env_id, path, tier=tier, episodes=episodes, seed=0, progress=False)
     return path
 
