@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import gymnasium as gym
@@ -9,8 +10,10 @@ import pytest
 
 from connectors import BatchIndividualItems, ConnectorV2
 from offline_rl import AlgorithmConfig, BCConfig
+from offline_rl.algorithms import get_algorithm_config_class, registered_algorithms
 from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
 from offline_rl.errors import ConfigError
+from offline_rl.settings.sections import LAYOUT
 
 
 def valid() -> BCConfig:
@@ -22,6 +25,40 @@ def test_builders_chain_and_set_fields():
     assert (config.lr, config.grad_clip, config.seed) == (0.01, 1.0, 3)
     assert config.training(grad_clip=None).grad_clip is None
     valid().validate()
+
+
+def builder_keywords(config: AlgorithmConfig, method: str) -> set[str]:
+    """The keywords a builder takes, through the overrides that pass ``**kwargs`` on."""
+    names: set[str] = set()
+    for cls in type(config).__mro__:
+        if method in vars(cls):
+            names |= {name for name, parameter in
+                      inspect.signature(vars(cls)[method]).parameters.items()
+                      if name != "self" and parameter.kind is not parameter.VAR_KEYWORD}
+    return names
+
+
+@pytest.mark.parametrize("algorithm", registered_algorithms())
+def test_each_option_is_a_section_field_and_a_builder_keyword(algorithm):
+    # An option added to a section but not to its builder (or the reverse) fails here.
+    config = get_algorithm_config_class(algorithm)()
+    for section in LAYOUT:
+        assert builder_keywords(config, section) == set(config.section_options(section)), section
+    names = [name for section in LAYOUT for name in config.section_options(section)]
+    assert len(names) == len(set(names))  # flat names (config.lr) are unambiguous
+
+
+def test_an_option_is_one_field_read_and_written_through_its_section():
+    config = valid().training(train_batch_size_per_learner=64)
+    assert config.sections.training.train_batch_size_per_learner == 64
+    config.train_batch_size_per_learner = 32  # RLlib's flat attribute access
+    assert config.sections.training.train_batch_size_per_learner == 32
+    spaces = (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2))
+    data, learners = config.data_config(spaces), config.learner_config(
+        config.get_rl_module_spec(*spaces))
+    assert data.training is learners.training is config.sections.training  # not copies
+    with pytest.raises(AttributeError, match="has no attribute 'train_batch_size'"):
+        _ = config.train_batch_size
 
 
 @pytest.mark.parametrize("change, field", [
@@ -56,7 +93,7 @@ def test_validation_names_the_field(change, field):
      r"lr: a schedule's timesteps and learning rates are finite numbers"),
     (lambda c: c.training(grad_clip=float("inf")), r"grad_clip: must be None or a number > 0"),
     (lambda c: c.training(train_batch_size_per_learner=10**12),
-     r"train_batch_size_per_learner: must be an int from 1 to 16,777,216 \(config_checks\."
+     r"train_batch_size_per_learner: must be an int from 1 to 16,777,216 \(settings\.training\."
      r"MAX_TRAIN_BATCH_SIZE\), got 1000000000000"),
     (lambda c: c.rl_module(model_config={"fcnet_hiddens": [0]}),
      r"model_config: model_config fcnet_hiddens=\[0\]: give a list of layer sizes, each an int "

@@ -25,6 +25,10 @@ from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import Recorder, _EnvRunner
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.settings.debugging import DebuggingConfig
+from offline_rl.settings.environment import EnvironmentConfig
+from offline_rl.settings.offline_data import OfflineDataConfig
+from offline_rl.settings.resources import EnvRunnersConfig
 from offline_rl.statistics import episode_statistics
 from tests.policies import DiesAfter, alternating
 
@@ -96,8 +100,9 @@ def test_evaluator_keeps_its_envs_and_repeats_seeded_evaluations():
 
 
 def test_env_runner_keeps_its_envs_across_record_calls(tmp_path):
-    config = RecorderConfig(env="CartPole-v1", output=str(tmp_path), num_envs_per_env_runner=2,
-                            seed=0)
+    config = RecorderConfig(EnvironmentConfig(env="CartPole-v1"),
+                            EnvRunnersConfig(num_envs_per_env_runner=2),
+                            OfflineDataConfig(output=str(tmp_path)), DebuggingConfig(seed=0))
     runner = _EnvRunner(config, alternating, 0, run_id="test")
     envs = list(runner.envs)
     returns, lengths = runner.record(3)

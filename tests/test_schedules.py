@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from offline_rl import AlgorithmConfig, BCConfig, IQLConfig
-from offline_rl.core.schedules import cosine_schedule, learning_rate_at, learning_rate_problem
+from offline_rl.core.schedules import cosine_schedule, learning_rate_at
 from offline_rl.errors import ConfigError
+from offline_rl.settings.learning_rates import learning_rate_problem
 
 OBS = gym.spaces.Box(-1, 1, (2,), np.float32)
 BATCH = {"obs": np.array([[0.1, 0.2], [0.3, -0.4], [-0.5, 0.6], [0.7, 0.8]], np.float32),

@@ -236,9 +236,12 @@ import gymnasium as gym, numpy as np
 from offline_rl import OfflineData
 from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import DataFormatError
+from offline_rl.settings.offline_data import OfflineDataConfig
+from offline_rl.settings.training import TrainingConfig
 spaces = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 try:
-    OfflineData(DataConfig(input_=sys.argv[1], train_batch_size_per_learner=4), spaces)
+    OfflineData(DataConfig(OfflineDataConfig(input_=sys.argv[1]),
+                           TrainingConfig(train_batch_size_per_learner=4)), spaces)
 except DataFormatError as error:
     print("refused:", error)
 print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")))

@@ -105,17 +105,19 @@ class Algorithm:
         self.build_time_s = time.perf_counter() - started
 
     def _build(self) -> None:
-        if self.config.env is not None:
+        sections = self.config.sections
+        environment, evaluation = sections.environment, sections.evaluation
+        if environment.env is not None:
             self.evaluator = EnvEvaluator(
-                self.config.env,
-                self.config.env_config,
-                num_envs=min(self.config.evaluation_duration, MAX_EVALUATION_ENVS),
-                seed=self.config.seed,
+                environment.env, environment.env_config,
+                num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
+                seed=sections.debugging.seed,
             )
         self.observation_space, self.action_space = self._spaces()
         spaces = (self.observation_space, self.action_space)
-        if self.config.output:
-            check_output(self.recording_config(), input_=self.config.input_)
+        output = sections.offline_data.output
+        if output:
+            check_output(self.recording_config(), input_=sections.offline_data.input_)
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.
@@ -124,7 +126,7 @@ class Algorithm:
         else:  # a custom class may use Ray as it is built
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
-        if self.config.output and self.evaluator is not None:
+        if output and self.evaluator is not None:
             check_env_runners_fit(self.recording_config())
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
@@ -133,18 +135,19 @@ class Algorithm:
         from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 
         # Held-out data is read before the learners' stream takes the CPUs.
-        if self.config.off_policy_estimation_methods:
+        if evaluation.off_policy_estimation_methods:
             self.off_policy_evaluation = OffPolicyEvaluation(self.config, spaces)
-        if self.config.offline_eval_input_:
+        if evaluation.offline_eval_input_:
             self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
         spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
-        runners = self.config.evaluation_num_env_runners
-        if runners and self.evaluator is not None and not self.config.output:
+        runners = evaluation.evaluation_num_env_runners
+        if runners and self.evaluator is not None and not output:
             self.evaluation_runners = EvaluationRunners(
-                self.config.env, self.config.env_config, spec, num_runners=runners,
-                num_cpus=self.config.num_cpus_per_env_runner, seed=self.config.seed,
-                max_envs=min(math.ceil(self.config.evaluation_duration / runners),
+                environment.env, environment.env_config, spec, num_runners=runners,
+                num_cpus=sections.env_runners.num_cpus_per_env_runner,
+                seed=sections.debugging.seed,
+                max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS))
 
     def _with_observation_statistics(self, spec: RLModuleSpec) -> RLModuleSpec:
@@ -158,22 +161,25 @@ class Algorithm:
         given = {"observation_mean": statistics.mean.tolist(),
                  "observation_std": statistics.std.tolist()}
         spec.model_config = dataclasses.replace(model_config, **given)
-        if self.config.rl_module_spec is None:
-            self.config.model_config = {**self.config.model_config, **given}
+        rl_module = self.config.sections.rl_module
+        if rl_module.rl_module_spec is None:
+            rl_module.model_config = {**rl_module.model_config, **given}
         else:
-            self.config.rl_module_spec = spec
+            rl_module.rl_module_spec = spec
         return spec
 
     def recording_config(self) -> RecorderConfig:
         """How ``evaluate()`` records to ``output``: the config's recorder settings, played by
         ``evaluation_num_env_runners`` actors when set (else ``num_env_runners``)."""
         config = self.config.recorder_config()
-        runners = self.config.evaluation_num_env_runners or config.num_env_runners
-        return dataclasses.replace(config, num_env_runners=runners)
+        runners = (self.config.sections.evaluation.evaluation_num_env_runners
+                   or config.env_runners.num_env_runners)
+        return dataclasses.replace(config, env_runners=dataclasses.replace(
+            config.env_runners, num_env_runners=runners))
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
-        observation_space = self.config.observation_space
-        action_space = self.config.action_space
+        observation_space = self.config.sections.environment.observation_space
+        action_space = self.config.sections.environment.action_space
         if self.evaluator is not None:
             observation_space = observation_space or self.evaluator.observation_space
             action_space = action_space or self.evaluator.action_space
@@ -201,10 +207,10 @@ class Algorithm:
         backpressure per operator, time in the PreLearners).
         """
         started = time.perf_counter()
-        interval = self.config.evaluation_interval
+        interval = self.config.sections.evaluation.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
         parallel = (evaluate_now and self.evaluation_runners is not None
-                    and self.config.evaluation_parallel_to_training)
+                    and self.config.sections.evaluation.evaluation_parallel_to_training)
         # In parallel, the runners play the weights from before this iteration's updates.
         pending = self._start_evaluation() if parallel else None
         try:
@@ -243,7 +249,7 @@ class Algorithm:
         }
         if evaluate_now:
             result[EVALUATION_RESULTS] = self._evaluation(pending)
-        offline_interval = self.config.offline_evaluation_interval
+        offline_interval = self.config.sections.evaluation.offline_evaluation_interval
         if offline_interval and self.iteration % offline_interval == 0:
             result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
                 self.evaluate_offline())
@@ -273,7 +279,7 @@ class Algorithm:
             raise ConfigError("evaluate() needs an env (config.environment(env=...)) or "
                               "off_policy_estimation_methods with held-out data")
         result: dict[str, Any] = {}
-        if self.evaluator is not None and self.config.output:
+        if self.evaluator is not None and self.config.sections.offline_data.output:
             result = self._record()
         elif self.evaluator is not None:
             result = self._finish_evaluation(*(pending or self._start_evaluation()))
@@ -286,12 +292,12 @@ class Algorithm:
             return time.perf_counter(), None
         weights = self.module.state_dict()
         return time.perf_counter(), self.evaluation_runners.start(
-            weights, self.config.evaluation_duration)
+            weights, self.config.sections.evaluation.evaluation_duration)
 
     def _finish_evaluation(self, started: float, pending: Any) -> dict[str, Any]:
         if pending is None:
             episodes = self.evaluator.evaluate(self.module.compute_actions,
-                                               self.config.evaluation_duration)
+                                               self.config.sections.evaluation.evaluation_duration)
         else:
             episodes = self.evaluation_runners.result(pending)
         return {ENV_RUNNER_RESULTS: episodes, "evaluation_time_s": time.perf_counter() - started}
@@ -302,8 +308,8 @@ class Algorithm:
         if self.recorder is None:
             self.recorder = Recorder(self.recording_config(), policy)
             policy = None
-        recorded = self.recorder.record(self.config.evaluation_duration, policy=policy,
-                                        progress=False)
+        recorded = self.recorder.record(self.config.sections.evaluation.evaluation_duration,
+                                        policy=policy, progress=False)
         return {ENV_RUNNER_RESULTS: recorded, "evaluation_time_s": time.perf_counter() - started}
 
     def save_to_path(self, path: str | Path) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,7 +10,6 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from connectors import ConnectorPipelineV2, ConnectorV2, default_learner_pipeline
-from offline_rl.algorithms.config_checks import config_problems
 from offline_rl.algorithms.config_files import (
     config_from_dict,
     config_from_file,
@@ -21,13 +18,17 @@ from offline_rl.algorithms.config_files import (
 )
 from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.core.schedules import LearningRate
 from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.recorder_config import RecorderConfig
+from offline_rl.settings.flat_access import FlatAccess
+from offline_rl.settings.hyperparameters import Hyperparameters
+from offline_rl.settings.learning_rates import LearningRate
+from offline_rl.settings.options import Section
+from offline_rl.settings.sections import ConfigSections
 
 
 class _NotProvided:
@@ -40,13 +41,16 @@ class _NotProvided:
 NotProvided: Any = _NotProvided()
 
 
-class AlgorithmConfig:
+class AlgorithmConfig(FlatAccess):
     """An algorithm's configuration: builder methods set fields and return ``self``.
 
-    The same object round-trips through ``to_dict``/``from_dict`` and YAML, with one section per
-    builder method (``environment``, ``training``, ``learners``, ``offline_data``,
-    ``evaluation``, ``checkpointing``, ``rl_module``, ``debugging``). ``validate()`` checks
-    everything in one place.
+    The options live in typed sections, ``config.sections.<name>`` (see ``ConfigSections``),
+    each option declared once with its default and check; RLlib's flat names read and write
+    them too (``config.lr`` is ``config.sections.training.lr``). The same object round-trips
+    through ``to_dict``/``from_dict`` and YAML, with one mapping per builder method
+    (``environment``, ``training``, ``learners``, ``offline_data``, ``evaluation``,
+    ``checkpointing``, ``rl_module``, ``debugging``, ...). ``validate()`` runs every section's
+    checks and those spanning sections.
 
     Example:
         >>> from offline_rl import BCConfig
@@ -58,13 +62,13 @@ class AlgorithmConfig:
         ...     .evaluation(evaluation_interval=5, evaluation_duration=10)
         ...     .debugging(seed=0)
         ... )
-        >>> config.to_dict()["training"]["lr"]
-        0.003
+        >>> config.to_dict()["training"]["lr"], config.sections.training.lr
+        (0.003, 0.003)
     """
 
     algo_name: ClassVar[str] = ""
-    #: The ``LearnerConfig`` (sub)class the learners get; a subclass adds the loss's fields.
-    learner_config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
+    #: The algorithm's hyperparameters (``training``'s keywords beyond the shared ones).
+    hyperparameters_class: ClassVar[type[Hyperparameters]] = Hyperparameters
     #: ``"package.module:Name"`` of the algorithm's ``Learner`` subclass, imported on first use
     #: (torch loads only where learners run).
     learner_class_path: ClassVar[str | None] = None
@@ -81,86 +85,7 @@ class AlgorithmConfig:
         note_config_class(cls)
 
     def __init__(self) -> None:
-        # environment
-        self.env: str | Callable[[dict], gym.Env] | None = None
-        self.env_config: dict[str, Any] = {}
-        self.observation_space: gym.Space | None = None
-        self.action_space: gym.Space | None = None
-        # training
-        self.lr = 1e-3
-        self.train_batch_size_per_learner = 1024
-        self.grad_clip: float | None = None
-        self.grad_clip_by = "global_norm"
-        self.learner_connector: Callable[..., Any] | str | None = None
-        self.add_default_connectors_to_learner_pipeline = True
-        # learners
-        self.num_learners = 0
-        self.num_gpus_per_learner: float = 0
-        self.num_cpus_per_learner: float | str = "auto"
-        self.placement_strategy = "PACK"
-        # resources
-        self.num_cpus_for_main_process: float = 1
-        # env_runners (recording)
-        self.num_env_runners = 1
-        self.num_envs_per_env_runner = 1
-        self.num_cpus_per_env_runner: float = 1
-        self.batch_mode = "complete_episodes"
-        # offline_data (RLlib's Input/Output API names)
-        self.input_: str | list[str] | None = None
-        self.input_read_method: str | Callable[..., Any] = "read_parquet"
-        self.input_read_method_kwargs: dict[str, Any] = {}
-        self.input_read_schema: dict[str, str] = {}
-        self.input_read_episodes = False
-        self.input_read_sample_batches = False
-        self.input_read_batch_size: int | None = None
-        self.input_filesystem: Any = None
-        self.input_filesystem_kwargs: dict[str, Any] = {}
-        self.input_compress_columns: list[str] = []
-        self.input_nonfinite = "raise"
-        self.input_obs_bounds = "raise"
-        self.input_action_bounds = "keep"
-        self.materialize_data = False
-        self.materialize_mapped_data = True
-        self.map_batches_kwargs: dict[str, Any] = {}
-        self.iter_batches_kwargs: dict[str, Any] = {}
-        self.prelearner_class: type | str | None = None
-        self.prelearner_buffer_class: type | str | None = None
-        self.prelearner_buffer_kwargs: dict[str, Any] = {}
-        self.prelearner_kwargs: dict[str, Any] = {}
-        self.prelearner_module_synch_period = 10
-        self.offline_data_class: type | str | None = None
-        self.dataset_num_iters_per_learner: int | None = None
-        self.output: str | None = None
-        self.output_compress_columns: list[str] = ["obs", "new_obs"]
-        self.output_max_file_size = 64 * 1024 * 1024
-        self.output_max_rows_per_file: int | None = None
-        self.output_write_method = "write_parquet"
-        self.output_write_method_kwargs: dict[str, Any] = {}
-        self.output_filesystem: Any = None
-        self.output_filesystem_kwargs: dict[str, Any] = {}
-        self.output_write_episodes = True
-        # evaluation
-        self.evaluation_interval: int | None = None
-        self.evaluation_duration = 10
-        self.evaluation_duration_unit = "episodes"
-        self.evaluation_num_env_runners = 0
-        self.evaluation_parallel_to_training = False
-        self.off_policy_estimation_methods: dict[str, dict[str, Any]] = {}
-        self.evaluation_config: dict[str, Any] = {}
-        self.offline_evaluation_interval: int | None = None
-        self.offline_eval_input_: str | list[str] | None = None
-        # checkpointing
-        self.checkpoint_frequency = 0
-        self.keep_checkpoints_num: int | None = None
-        # rl_module
-        self.model_config: dict[str, Any] = {}
-        self.rl_module_spec: RLModuleSpec | None = None
-        # debugging
-        self.seed: int | None = None
-        # the loss's hyperparameters: the defaults of learner_config_class's own fields
-        for field in dataclasses.fields(self.learner_config_class):
-            if field.name not in vars(self) and field.default is not dataclasses.MISSING:
-                setattr(self, field.name, field.default)
+        self.sections = ConfigSections(hyperparameters=self.hyperparameters_class())
 
     # ----------------------------------------------------------------------------- builders
     def environment(self, env: str | Callable[[dict], gym.Env] | None = NotProvided, *,
@@ -169,7 +94,7 @@ class AlgorithmConfig:
                     action_space: gym.Space | None = NotProvided) -> AlgorithmConfig:
         """The env used for evaluation (a gymnasium id or a creator ``env_config -> env``) and/or
         the spaces, which may be given without any env to train from data alone."""
-        return self._set(locals())
+        return self._set(self.sections.environment, locals())
 
     def training(self, *, lr: LearningRate = NotProvided,
                  train_batch_size_per_learner: int = NotProvided,
@@ -182,7 +107,7 @@ class AlgorithmConfig:
         trained on, over all learners), as is every ``*_lr`` of the algorithms.
         ``learner_connector(obs_space, act_space)`` returns connector piece(s) placed before
         the default learner pieces."""
-        return self._set(locals())
+        return self._set(self.sections.training, locals())
 
     def learners(self, *, num_learners: int = NotProvided,
                  num_gpus_per_learner: float = NotProvided,
@@ -194,12 +119,12 @@ class AlgorithmConfig:
         GPU, else 1 CPU when that fits beside the data pipeline, else 0. Learners are placed
         with a placement group (``"PACK"``, ``"SPREAD"``, ``"STRICT_PACK"``,
         ``"STRICT_SPREAD"``)."""
-        return self._set(locals())
+        return self._set(self.sections.learners, locals())
 
     def resources(self, *, num_cpus_for_main_process: float = NotProvided) -> AlgorithmConfig:
         """CPUs the algorithm's own process reserves when it runs as a Ray Tune trial (it
         runs the local learner and the evaluation); see ``offline_rl.algorithms.trainable``."""
-        return self._set(locals())
+        return self._set(self.sections.resources, locals())
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
@@ -207,7 +132,7 @@ class AlgorithmConfig:
                     batch_mode: str = NotProvided) -> AlgorithmConfig:
         """The Ray actors that play the policy when recording (``Recorder``, or ``evaluate()``
         with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor."""
-        return self._set(locals())
+        return self._set(self.sections.env_runners, locals())
 
     def offline_data(self, *, input_: str | list[str] = NotProvided,
                      input_read_method: str | Callable[..., Any] = NotProvided,
@@ -253,7 +178,7 @@ class AlgorithmConfig:
         full epoch of each learner's shard. ``prelearner_kwargs`` go to the PreLearner's
         constructor and its ``_map_to_episodes``; ``offline_data_class`` replaces
         ``OfflineData``."""
-        return self._set(locals())
+        return self._set(self.sections.offline_data, locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
@@ -279,7 +204,7 @@ class AlgorithmConfig:
         ``offline_evaluation_interval`` iterations the learner's loss terms on
         ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runner_results"]``
         (see ``HeldOutLosses``)."""
-        return self._set(locals())
+        return self._set(self.sections.evaluation, locals())
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
                       keep_checkpoints_num: int | None = NotProvided) -> AlgorithmConfig:
@@ -287,7 +212,7 @@ class AlgorithmConfig:
         progress: ``checkpoint_<iteration>`` every ``checkpoint_frequency`` iterations (0: only
         the final ``checkpoint``), of which the newest ``keep_checkpoints_num`` stay (``None``:
         all). ``PeriodicCheckpoints`` does the same in a training loop of your own."""
-        return self._set(locals())
+        return self._set(self.sections.checkpointing, locals())
 
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,
                   rl_module_spec: RLModuleSpec | None = NotProvided) -> AlgorithmConfig:
@@ -303,19 +228,19 @@ class AlgorithmConfig:
         if isinstance(model_config, DefaultModelConfig):
             model_config = model_config.to_dict()
         if model_config is not NotProvided:
-            model_config = {**self.model_config, **model_config}
-        return self._set(locals())
+            model_config = {**self.sections.rl_module.model_config, **model_config}
+        return self._set(self.sections.rl_module, locals())
 
     def debugging(self, *, seed: int | None = NotProvided) -> AlgorithmConfig:
         """Seeds torch, data shuffling and evaluation episodes for reproducible runs."""
-        return self._set(locals())
+        return self._set(self.sections.debugging, locals())
 
-    def _set(self, arguments: dict[str, Any]) -> AlgorithmConfig:
-        """Sets the given config fields (a builder's ``locals()``: its other names, ``self``
-        and ``kwargs`` say, are no fields and are skipped)."""
-        for name, value in arguments.items():
-            if name in vars(self) and value is not NotProvided:
-                setattr(self, name, value)
+    def _set(self, section: Section, arguments: dict[str, Any]) -> AlgorithmConfig:
+        """Sets each of ``section``'s fields that a builder was given (its ``locals()``: every
+        field has a keyword of its name, which ``test_config`` checks)."""
+        for name in section.option_names():
+            if arguments[name] is not NotProvided:
+                setattr(section, name, arguments[name])
         return self
 
     # ------------------------------------------------------------------------ construction
@@ -348,64 +273,69 @@ class AlgorithmConfig:
             kind = "Box (continuous)" if wanted is gym.spaces.Box else wanted.__name__
             raise ConfigError(f"{self.algo_name} needs {kind} actions, but the action space "
                               f"is {action_space}; {self.other_actions_hint}")
-        spec = copy.copy(self.rl_module_spec) if self.rl_module_spec else RLModuleSpec()
+        rl_module = self.sections.rl_module
+        spec = copy.copy(rl_module.rl_module_spec) if rl_module.rl_module_spec else RLModuleSpec()
         spec.module_class = spec.module_class or self.module_class_path
         spec.observation_space = spec.observation_space or observation_space
         spec.action_space = spec.action_space or action_space
         if spec.model_config is None:
-            spec.model_config = DefaultModelConfig.from_dict(self.model_config)
+            spec.model_config = DefaultModelConfig.from_dict(rl_module.model_config)
         elif not isinstance(spec.model_config, DefaultModelConfig):
             spec.model_config = DefaultModelConfig.from_dict(spec.model_config)
         return spec
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
-                                input_action_space: gym.Space | None,
-                                device: Any = None) -> ConnectorPipelineV2:
+                                input_action_space: gym.Space | None) -> ConnectorPipelineV2:
         """The learner pipeline: custom ``learner_connector`` pieces, then the defaults.
         Override it to ``prepend``, ``insert_after`` or ``append`` pieces."""
         pipeline = ConnectorPipelineV2(input_observation_space, input_action_space)
-        if self.learner_connector is not None:
-            make = self.learner_connector
+        training = self.sections.training
+        if training.learner_connector is not None:
+            make = training.learner_connector
             custom = (import_object(make) if isinstance(make, str) else make)(
                 input_observation_space, input_action_space)
             pieces = [custom] if isinstance(custom, ConnectorV2) else list(custom)
             for piece in pieces:
                 pipeline.append(piece)
-        if self.add_default_connectors_to_learner_pipeline:
+        if training.add_default_connectors_to_learner_pipeline:
             for piece in default_learner_pipeline(input_observation_space, input_action_space):
                 pipeline.append(piece)
         return pipeline
 
     def data_config(self, spaces: tuple[gym.Space, gym.Space]) -> DataConfig:
-        """What the data layer needs: the ``offline_data`` fields, with classes given as
-        strings imported, and the learner pipeline and module spec built for ``spaces``."""
-        return DataConfig(**{
-            **self._fields_of(DataConfig),
-            "prelearner_class": _as_class(self.prelearner_class),
-            "prelearner_buffer_class": _as_class(self.prelearner_buffer_class),
-            "learner_pipeline": self.build_learner_connector(*spaces),
-            "rl_module_spec": self.get_rl_module_spec(*spaces),
-        })
+        """What the data layer needs: the ``offline_data`` section, the batch size and the
+        seed, with classes given as strings imported, and the learner pipeline and module spec
+        built for ``spaces``."""
+        sections = self.sections
+        n_step, gamma = sections.hyperparameters.n_step_returns()
+        return DataConfig(
+            offline_data=sections.offline_data, training=sections.training,
+            debugging=sections.debugging, n_step=n_step, gamma=gamma,
+            prelearner_class=_as_class(sections.offline_data.prelearner_class),
+            prelearner_buffer_class=_as_class(sections.offline_data.prelearner_buffer_class),
+            learner_pipeline=self.build_learner_connector(*spaces),
+            rl_module_spec=self.get_rl_module_spec(*spaces))
 
     def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:
-        """What the learners need: optimizer, placement and iteration settings, and the
-        loss's hyperparameters (the fields of ``learner_config_class``)."""
-        config_class = self.learner_config_class
-        return config_class(**{**self._fields_of(config_class),
-                               "learner_class": self.get_default_learner_class(),
-                               "module_spec": module_spec})
+        """What the learners need: the ``training``, ``learners`` and hyperparameter sections,
+        the data pipeline's resources and the seed."""
+        sections = self.sections
+        return LearnerConfig(
+            learner_class=self.get_default_learner_class(), module_spec=module_spec,
+            training=sections.training, learners=sections.learners,
+            hyperparameters=sections.hyperparameters, offline_data=sections.offline_data,
+            debugging=sections.debugging)
 
     def recorder_config(self) -> RecorderConfig:
         """What a ``Recorder`` needs: the env, the env runners and the ``output*`` options."""
-        return RecorderConfig(**self._fields_of(RecorderConfig))
+        sections = self.sections
+        return RecorderConfig(environment=sections.environment,
+                              env_runners=sections.env_runners,
+                              offline_data=sections.offline_data, debugging=sections.debugging)
 
     def resolved_offline_data_class(self) -> type | None:
         """``offline_data_class`` as a class (``None``: offline-rl's ``OfflineData``)."""
-        return _as_class(self.offline_data_class)
-
-    def _fields_of(self, config_class: type) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(config_class)
-                if f.name in vars(self)}
+        return _as_class(self.sections.offline_data.offline_data_class)
 
     # -------------------------------------------------------------------------- validation
     def validate(self) -> None:
@@ -415,8 +345,23 @@ class AlgorithmConfig:
             raise ConfigError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
 
     def problems(self) -> list[tuple[str, str]]:
-        """``(field, problem)`` for each invalid field; algorithms add their own."""
-        return config_problems(self)
+        """``(field, problem)`` for each invalid field: each section's own checks, then those
+        spanning sections."""
+        sections = self.sections
+        problems = [problem for section in sections for problem in section.problems()]
+        evaluation = sections.evaluation
+        if evaluation.evaluation_interval is not None and sections.environment.env is None \
+                and not evaluation.off_policy_estimation_methods:
+            problems.append(("evaluation_interval", "evaluation needs an env (config."
+                             "environment(env=...)) or off_policy_estimation_methods with "
+                             "held-out data"))
+        n_step, _ = sections.hyperparameters.n_step_returns()
+        if isinstance(n_step, int) and n_step > 1 and not sections.offline_data.reads_episodes:
+            problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "
+                             "offline_data(input_read_episodes=True) (or SampleBatch JSON with "
+                             "input_read_sample_batches=True); tabular rows are single "
+                             "transitions (offline-rl convert turns them into episodes)"))
+        return problems
 
     # ---------------------------------------------------------------------- serialization
     def copy(self) -> AlgorithmConfig:
@@ -447,16 +392,9 @@ class AlgorithmConfig:
         cannot hold (give callables as 'module:Name' strings)."""
         write_config_file(self.to_dict(), path)
 
-    def section_fields(self, section: str) -> list[str]:
-        """The fields a builder method sets: its parameters and, for a subclass's override
-        that passes ``**kwargs`` on, those of the methods it overrides."""
-        names: list[str] = []
-        for cls in reversed(type(self).__mro__):
-            method = vars(cls).get(section)
-            if method is not None:
-                names += [name for name in inspect.signature(method).parameters
-                          if name not in names]
-        return [name for name in names if name in vars(self)]
+    def section_options(self, section: str) -> list[str]:
+        """The options of one section of ``to_dict``'s layout (a builder method's keywords)."""
+        return [name for part in self.sections.parts(section) for name in part.option_names()]
 
 
 def _as_class(value: type | str | None) -> type | None:

@@ -108,7 +108,8 @@ def _write_config(config: AlgorithmConfig, file: Path) -> None:
     every ``model_config`` key written out, so that a later version's defaults cannot change
     the module the checkpoint restores."""
     config = config.copy()
-    config.model_config = DefaultModelConfig.from_dict(config.model_config).to_dict()
+    rl_module = config.sections.rl_module
+    rl_module.model_config = DefaultModelConfig.from_dict(rl_module.model_config).to_dict()
     left_out = []
     for field, options, replace in _filesystem_options(config):
         for name in options:
@@ -127,9 +128,10 @@ def _filesystem_options(config: AlgorithmConfig
                         ) -> list[tuple[str, dict[str, Any], Callable[[dict[str, Any]], None]]]:
     """Each dict of filesystem options in ``config`` (the ``offline_data`` fields, and those
     ``evaluation_config`` overrides): its name, a copy, and how to put a new one in place."""
-    found = [(field, dict(getattr(config, field)), functools.partial(setattr, config, field))
-             for field in FILESYSTEM_OPTIONS]
-    overrides = config.evaluation_config
+    data_options = config.sections.offline_data
+    found = [(field, dict(getattr(data_options, field)),
+              functools.partial(setattr, data_options, field)) for field in FILESYSTEM_OPTIONS]
+    overrides = config.sections.evaluation.evaluation_config
     found += [(f"evaluation_config[{field!r}]", dict(overrides[field]),
                functools.partial(overrides.__setitem__, field))
               for field in FILESYSTEM_OPTIONS if isinstance(overrides.get(field), dict)]
@@ -242,7 +244,8 @@ def load_module(path: str | Path) -> Any:
     from offline_rl.core.state_file import load_state_file
 
     config = read_config(path)
-    spec = config.get_rl_module_spec(config.observation_space, config.action_space)
+    environment = config.sections.environment
+    spec = config.get_rl_module_spec(environment.observation_space, environment.action_space)
     module = spec.build()
     state = load_state_file(learner_state_file(path))
     module.load_state_dict(state["module"])

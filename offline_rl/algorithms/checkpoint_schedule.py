@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Protocol
 
 from offline_rl.algorithms.checkpoint import ALGORITHM_STATE_FILE, read_algorithm_state
-from offline_rl.algorithms.config_checks import checkpointing_problems
 from offline_rl.errors import ConfigError, DataNotFoundError
+from offline_rl.settings.evaluation import CheckpointingConfig
 
 #: A periodic checkpoint's folder name, ``checkpoint_`` and the iteration (the final one is
 #: plain ``checkpoint``).
@@ -45,7 +45,8 @@ class PeriodicCheckpoints:
     """
 
     def __init__(self, output: str | Path, *, frequency: int, keep: int | None = None) -> None:
-        problems = checkpointing_problems(frequency, keep)
+        problems = CheckpointingConfig(checkpoint_frequency=frequency,
+                                       keep_checkpoints_num=keep).problems()
         if problems:
             raise ConfigError("; ".join(f"{field}: {problem}" for field, problem in problems))
         self.output = Path(output)

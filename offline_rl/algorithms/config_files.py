@@ -20,11 +20,9 @@ from offline_rl.algorithms.registry import get_algorithm_config_class, saved_con
 from offline_rl.errors import ConfigError
 from offline_rl.file_checks import read_checked_bytes
 from offline_rl.import_path import import_path, imported_module, resolve_class
+from offline_rl.settings.sections import LAYOUT
 from offline_rl.spaces import space_from_dict, space_to_dict
 
-#: Builder methods, in the order ``to_dict`` writes their sections.
-SECTIONS = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
-            "evaluation", "checkpointing", "rl_module", "debugging")
 SPACE_FIELDS = ("observation_space", "action_space")
 
 
@@ -34,8 +32,9 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     result: dict[str, Any] = {"algorithm": config.algo_name}
     if not config.algo_name or get_algorithm_config_class(config.algo_name) is not type(config):
         result["config_class"] = import_path(type(config))
-    for section in SECTIONS:
-        values = {name: getattr(config, name) for name in config.section_fields(section)}
+    for section in LAYOUT:
+        values = {name: value for part in config.sections.parts(section)
+                  for name, value in part.to_dict().items()}
         for name in SPACE_FIELDS:
             if isinstance(values.get(name), gym.Space):
                 values[name] = space_to_dict(values[name])
@@ -50,14 +49,14 @@ def config_from_dict(values: dict[str, Any], default_class: type) -> Any:
     name = values.pop("algorithm", None) or default_class.algo_name
     config = saved_config_class(name, values.pop("config_class", None), default_class)()
     for section, options in values.items():
-        if section not in SECTIONS:
+        if section not in LAYOUT:
             raise ConfigError(f"unknown config section {section!r}; sections are "
-                              f"{['algorithm', *SECTIONS]}")
+                              f"{['algorithm', *LAYOUT]}")
         if not isinstance(options, dict | None):
             raise ConfigError(f"section {section!r} must be a mapping of keys to values, got "
                               f"{type(options).__name__} {options!r}")
         options = dict(options or {})
-        valid = config.section_fields(section)
+        valid = config.section_options(section)
         unknown = sorted(set(options) - set(valid))
         if unknown:
             raise ConfigError(f"unknown key(s) {unknown} in section {section!r}; valid keys: "

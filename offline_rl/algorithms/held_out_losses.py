@@ -25,22 +25,25 @@ class HeldOutLosses:
 
     def __init__(self, config: Any, spaces: tuple[gym.Space, gym.Space],
                  offline_data: OfflineData):
-        held_out = config.copy().offline_data(input_=config.offline_eval_input_)
+        held_out = config.copy().offline_data(
+            input_=config.sections.evaluation.offline_eval_input_)
         self.data_config = held_out.data_config(spaces)
         self.spaces = spaces
         self.offline_data = offline_data
         try:
             self.tables = read_tables(self.data_config)
         except DataFormatError as error:
-            raise DataFormatError(f"offline_eval_input_ {held_out.input_!r}: {error}") from None
+            raise DataFormatError(f"offline_eval_input_ "
+                                  f"{held_out.sections.offline_data.input_!r}: {error}") from None
 
     def evaluate(self, learner_group: LearnerGroup) -> dict[str, Any]:
         """``{"default_policy": loss metrics, "num_env_steps": rows they cover}``."""
         prelearner_class = self.data_config.prelearner_class or OfflinePreLearner
+        data_options = self.data_config.offline_data
         prelearner = prelearner_class(self.data_config, self.spaces,
                                       module_weights=self.offline_data.module_weights,
-                                      source=f"offline_eval_input_ {self.data_config.input_}",
-                                      **self.data_config.prelearner_kwargs)
+                                      source=f"offline_eval_input_ {data_options.input_}",
+                                      **data_options.prelearner_kwargs)
         batches = [map_in_process(prelearner, table) for table in self.tables]
         batches = [{key: value for key, value in batch.items() if key != WEIGHTS_VERSION}
                    for batch in batches if len(batch.get(Columns.ACTIONS, ()))]

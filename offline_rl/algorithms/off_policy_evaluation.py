@@ -48,9 +48,10 @@ class OffPolicyEvaluation:
 
     def __init__(self, config: Any, spaces: tuple[gym.Space, gym.Space]):
         self.methods: dict[str, tuple[type[OffPolicyEstimator], dict[str, Any]]] = {}
-        for name, spec in config.off_policy_estimation_methods.items():
+        evaluation = config.sections.evaluation
+        for name, spec in evaluation.off_policy_estimation_methods.items():
             kind = estimator_class(name, spec["type"])
-            arguments = {"gamma": getattr(config, "gamma", 0.99),
+            arguments = {"gamma": getattr(config.sections.hyperparameters, "gamma", 0.99),
                          **{key: value for key, value in spec.items() if key != "type"}}
             accepted = list(inspect.signature(kind).parameters)[1:]
             unknown = sorted(set(arguments) - set(accepted))
@@ -58,12 +59,13 @@ class OffPolicyEvaluation:
                 raise ConfigError(f"off_policy_estimation_methods[{name!r}]: {kind.__name__} "
                                   f"takes no {unknown}; it takes {accepted}")
             self.methods[name] = kind, arguments
-        held_out = config.copy().offline_data(**config.evaluation_config)
+        held_out = config.copy().offline_data(**evaluation.evaluation_config)
         try:
             self.episodes = logged_episodes(read_logged_data(held_out.data_config(spaces),
                                                              spaces))
         except DataFormatError as error:
-            raise DataFormatError(f"evaluation_config input_ {held_out.input_!r}: {error}"
+            raise DataFormatError(f"evaluation_config input_ "
+                                  f"{held_out.sections.offline_data.input_!r}: {error}"
                                   ) from None
 
     def estimate(self, module: Any) -> dict[str, Mapping[str, float]]:

@@ -16,12 +16,13 @@ import torch.distributed as dist
 from connectors import NumpyToTensor
 from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.core.schedules import LearningRate, is_schedule, learning_rate_at
+from offline_rl.core.schedules import learning_rate_at
 from offline_rl.core.state_file import load_state_file
 from offline_rl.errors import ConfigError, ResourceError, TrainingError
 from offline_rl.formats.shapes import row_shape
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
+from offline_rl.settings.learning_rates import LearningRate, is_schedule
 
 #: The name of the optimizer of a learner that has one.
 DEFAULT_OPTIMIZER = "default"
@@ -108,9 +109,9 @@ class Learner:
     def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None):
         self.config = config
         module_spec = module_spec or config.module_spec
-        self.device = resolve_device(config.num_gpus_per_learner)
-        if config.seed is not None:
-            torch.manual_seed(config.seed)
+        self.device = resolve_device(config.learners.num_gpus_per_learner)
+        if config.debugging.seed is not None:
+            torch.manual_seed(config.debugging.seed)
         self.module = module_spec.build().to(self.device)
         self.optimizer_specs = self.configure_optimizers()
         self.optimizers = {name: torch.optim.Adam(spec.parameters,
@@ -126,7 +127,8 @@ class Learner:
 
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """The optimizers by name; by default one, ``"default"``, over the whole module."""
-        return {DEFAULT_OPTIMIZER: OptimizerSpec(list(self.module.parameters()), self.config.lr)}
+        return {DEFAULT_OPTIMIZER: OptimizerSpec(list(self.module.parameters()),
+                                                 self.config.training.lr)}
 
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
@@ -321,8 +323,8 @@ class Learner:
         """Sets the learning rate of each scheduled optimizer of the ``stage`` for this step
         (the timestep is the rows trained on before it, over all learners); returns them as
         ``<optimizer>_learning_rate``."""
-        timestep = (self.num_updates * self.config.train_batch_size_per_learner
-                    * max(self.config.num_learners, 1))
+        timestep = (self.num_updates * self.config.training.train_batch_size_per_learner
+                    * max(self.config.learners.num_learners, 1))
         rates = {}
         for name in stage:
             spec = self.optimizer_specs[name]
@@ -340,14 +342,14 @@ class Learner:
         norms = {}
         for name in stage:
             spec = self.optimizer_specs[name]
-            clip = self.config.grad_clip if spec.grad_clip is None else spec.grad_clip
+            clip = self.config.training.grad_clip if spec.grad_clip is None else spec.grad_clip
             if clip is None:
                 continue
             parameters = [p for p in spec.parameters if p.grad is not None]
             norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
-            if self.config.grad_clip_by == "global_norm":
+            if self.config.training.grad_clip_by == "global_norm":
                 torch.nn.utils.clip_grad_norm_(parameters, clip)
-            elif self.config.grad_clip_by == "norm":
+            elif self.config.training.grad_clip_by == "norm":
                 for parameter in parameters:
                     torch.nn.utils.clip_grad_norm_([parameter], clip)
             else:

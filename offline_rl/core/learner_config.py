@@ -1,45 +1,45 @@
 """``LearnerConfig``: what the learners need to know, and nothing else.
 
-``AlgorithmConfig.learner_config(module_spec)`` builds it. Algorithms whose loss has
-hyperparameters subclass it with typed fields of their own.
+``AlgorithmConfig.learner_config(module_spec)`` builds it from the config's own section
+objects; an algorithm's loss reads its hyperparameters from ``config.hyperparameters`` (its own
+dataclass). RLlib's flat names (``config.lr``) read through to the sections.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from offline_rl.core.schedules import LearningRate
 from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.settings.debugging import DebuggingConfig
+from offline_rl.settings.flat_access import FlatAccess
+from offline_rl.settings.hyperparameters import Hyperparameters
+from offline_rl.settings.offline_data import OfflineDataConfig
+from offline_rl.settings.resources import LearnersConfig
+from offline_rl.settings.training import TrainingConfig
 
 
 @dataclass
-class LearnerConfig:
-    """Optimizer, placement and iteration settings of the learners (see
-    ``AlgorithmConfig.training`` and ``.learners`` for each field).
+class LearnerConfig(FlatAccess):
+    """Optimizer, placement and iteration settings of the learners, and the loss's
+    hyperparameters (see ``AlgorithmConfig.training`` and ``.learners``).
 
     Example:
         >>> from offline_rl.models.rl_module_spec import RLModuleSpec
-        >>> config = LearnerConfig(learner_class=object, module_spec=RLModuleSpec(), lr=3e-4)
-        >>> config.num_learners, config.grad_clip
-        (0, None)
+        >>> config = LearnerConfig(learner_class=object, module_spec=RLModuleSpec(),
+        ...                        training=TrainingConfig(lr=3e-4))
+        >>> config.learners.num_learners, config.training.grad_clip, config.lr
+        (0, None, 0.0003)
     """
 
     #: The ``Learner`` subclass holding the algorithm's loss.
     learner_class: type
     #: The policy module to train.
     module_spec: RLModuleSpec
-    lr: LearningRate = 1e-3
-    grad_clip: float | None = None
-    grad_clip_by: str = "global_norm"
-    num_learners: int = 0
-    num_gpus_per_learner: float = 0
-    num_cpus_per_learner: float | str = "auto"
-    placement_strategy: str = "PACK"
-    train_batch_size_per_learner: int = 1024
-    dataset_num_iters_per_learner: int | None = None
-    #: The data pipeline's ``map_batches`` resources, which the learners' CPUs are sized beside.
-    map_batches_kwargs: dict[str, Any] = field(default_factory=dict)
-    #: ``iter_batches`` options of each remote learner's shard.
-    iter_batches_kwargs: dict[str, Any] = field(default_factory=dict)
-    seed: int | None = None
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    learners: LearnersConfig = field(default_factory=LearnersConfig)
+    hyperparameters: Hyperparameters = field(default_factory=Hyperparameters)
+    #: The data pipeline's options: its ``map_batches`` resources (which the learners' CPUs
+    #: are sized beside), each remote learner's ``iter_batches`` options and the updates per
+    #: ``train()``.
+    offline_data: OfflineDataConfig = field(default_factory=OfflineDataConfig)
+    debugging: DebuggingConfig = field(default_factory=DebuggingConfig)

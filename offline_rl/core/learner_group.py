@@ -61,7 +61,7 @@ class LearnerGroup:
         module_spec = config.module_spec
         self.config = config
         self.offline_data = offline_data
-        self.num_learners = config.num_learners
+        self.num_learners = config.learners.num_learners
         self._placement_group = None
         self._local: LearnerWorker | None = None
         self._actors: list[ray.actor.ActorHandle] = []
@@ -70,7 +70,7 @@ class LearnerGroup:
         #: Optimizer steps taken so far.
         self.num_steps = 0
         if self.num_learners == 0:
-            _check_epoch_ends(offline_data, config.dataset_num_iters_per_learner)
+            _check_epoch_ends(offline_data, config.offline_data.dataset_num_iters_per_learner)
             offline_data.start()
             self._local = LearnerWorker(config)
             self._local.attach(offline_data)
@@ -86,9 +86,10 @@ class LearnerGroup:
     def _start_actors(self, module_spec: Any) -> None:
         config, n = self.config, self.num_learners
         cluster = usable_resources()
-        cpus = learner_cpus(config.num_cpus_per_learner, n, config.num_gpus_per_learner,
-                            config.map_batches_kwargs, cluster)
-        gpus = config.num_gpus_per_learner
+        cpus = learner_cpus(config.learners.num_cpus_per_learner, n,
+                            config.learners.num_gpus_per_learner,
+                            config.offline_data.map_batches_kwargs, cluster)
+        gpus = config.learners.num_gpus_per_learner
         bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
         for name, amount in bundle.items():
             check_fits(f"{n} learner(s) x {amount:g} {name}", {name: n * amount},
@@ -103,11 +104,11 @@ class LearnerGroup:
         options: list[dict[str, Any]] = [scheduling_options()] * n
         if bundle and not options[0]:  # in a Tune trial, the trial's group holds them
             self._placement_group = placement_group([bundle] * n,
-                                                    strategy=config.placement_strategy)
+                                                    strategy=config.learners.placement_strategy)
             self._wait_for_placement(bundle)
             options = [{"scheduling_strategy": PlacementGroupSchedulingStrategy(
                 self._placement_group, placement_group_bundle_index=rank)} for rank in range(n)]
-        elif not options[0] and config.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
+        elif not options[0] and config.learners.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
             options = [{"scheduling_strategy": "SPREAD"}] * n
         remote_worker = ray.remote(LearnerWorker)
         self._actors = [
@@ -132,7 +133,8 @@ class LearnerGroup:
             self.stop()
             raise ResourceError(
                 f"could not place {self.num_learners} learner(s) of {bundle} each with "
-                f"strategy {self.config.placement_strategy!r} within {PLACEMENT_TIMEOUT_S} s; "
+                f"strategy {self.config.learners.placement_strategy!r} within "
+                f"{PLACEMENT_TIMEOUT_S} s; "
                 f"the cluster has {ray.cluster_resources()}. Lower num_learners, "
                 "num_cpus_per_learner or num_gpus_per_learner, or use placement_strategy='PACK'.")
 

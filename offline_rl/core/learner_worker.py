@@ -64,8 +64,9 @@ class LearnerWorker:
             return
         config = self.config
         self.stream = BatchStream(lambda: source, EpochBatches(
-            batch_size=config.train_batch_size_per_learner,
-            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed,
+            batch_size=config.training.train_batch_size_per_learner,
+            iter_batches_kwargs=config.offline_data.iter_batches_kwargs,
+            seed=config.debugging.seed,
             repeated=repeated_epochs)).start()
 
     def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
@@ -83,8 +84,8 @@ class LearnerWorker:
     def train(self) -> dict[str, Any]:
         """One iteration: updates until the planned count (or the epoch's end) and, with other
         learners, until none of them has a batch left. Returns this learner's figures."""
-        planned = self.config.dataset_num_iters_per_learner
-        batch_size = self.config.train_batch_size_per_learner
+        planned = self.config.offline_data.dataset_num_iters_per_learner
+        batch_size = self.config.training.train_batch_size_per_learner
         stats = self.stats
         wait_before, epochs_before = stats.wait_s, stats.epochs_completed
         updates, staleness, steps, has_data = [], [], 0, True

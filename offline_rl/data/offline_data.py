@@ -276,7 +276,7 @@ class OfflineData:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
         PreLearner call (Ray Data's ``repartition``)."""
         source = (self.data if self.data is not None else
-                  read_input(dataclasses.replace(self._read_config(), materialize_data=False)))
+                  read_input(self._read_config().with_data_options(materialize_data=False)))
         raw = source.repartition(target_num_rows_per_block=self._rows_per_call()).materialize()
         self._parts = raw.to_arrow_refs()
         if not self._parts:
@@ -307,7 +307,7 @@ class OfflineData:
             kwargs["include_paths"] = True
         if self.input_columns is not None and "columns" not in kwargs:
             kwargs["columns"] = self.input_columns
-        return dataclasses.replace(self.config, input_read_method_kwargs=kwargs)
+        return self.config.with_data_options(input_read_method_kwargs=kwargs)
 
     @surface_errors
     def sample(self, num_samples: int | None = None, return_iterator: bool = False,

@@ -25,10 +25,10 @@ EPISODES_PER_REPORT = 8
 
 
 class Recorder:
-    """Records complete episodes of ``policy`` with ``config.num_env_runners`` Ray actors, each
-    stepping ``config.num_envs_per_env_runner`` envs, written by an ``EpisodeWriter`` per actor
-    with the config's ``output*`` options. ``record(n)`` shows a progress bar; ``stop()``
-    flushes what the actors still buffer and releases them.
+    """Records complete episodes of ``policy`` with ``config.env_runners.num_env_runners`` Ray
+    actors, each stepping ``num_envs_per_env_runner`` envs, written by an ``EpisodeWriter`` per
+    actor with the ``output*`` options of ``config.offline_data``. ``record(n)`` shows a
+    progress bar; ``stop()`` flushes what the actors still buffer and releases them.
 
     Each Recorder is a run with its own id in its files' names, so recording again into the
     same folder adds episodes and never replaces earlier ones. An output folder that holds
@@ -39,8 +39,12 @@ class Recorder:
     Example:
         >>> import tempfile
         >>> import numpy as np
-        >>> config = RecorderConfig(env="CartPole-v1", output=tempfile.mkdtemp(),
-        ...                         num_env_runners=2, seed=0)
+        >>> from offline_rl.settings.environment import EnvironmentConfig
+        >>> from offline_rl.settings.offline_data import OfflineDataConfig
+        >>> from offline_rl.settings.resources import EnvRunnersConfig
+        >>> config = RecorderConfig(EnvironmentConfig(env="CartPole-v1"),
+        ...                         EnvRunnersConfig(num_env_runners=2),
+        ...                         OfflineDataConfig(output=tempfile.mkdtemp()))
         >>> always_left = lambda obs: np.zeros(len(obs), dtype=np.int64)
         >>> with Recorder(config, always_left) as recorder:
         ...     stats = recorder.record(4, progress=False)
@@ -52,17 +56,17 @@ class Recorder:
     @surface_errors
     def __init__(self, config: RecorderConfig, policy: Any, *, input_: Any = None,
                  overwrite: bool = False):
-        if not config.output:
+        if not config.offline_data.output:
             raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
-        if config.env is None:
+        if config.environment.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
         check_output(config, input_=input_, overwrite=overwrite)
         check_env_runners_fit(config)
-        runner = ray.remote(num_cpus=config.num_cpus_per_env_runner)(_EnvRunner)
+        runner = ray.remote(num_cpus=config.env_runners.num_cpus_per_env_runner)(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
         self.runners = [runner.remote(config, policy, index, self.run_id)
-                        for index in range(config.num_env_runners)]
+                        for index in range(config.env_runners.num_env_runners)]
 
     @surface_errors
     def record(self, num_episodes: int, *, policy: Any = None,
@@ -87,8 +91,8 @@ class Recorder:
 
         for runner, share in zip(self.runners, shares):
             submit(runner, int(share))
-        with tqdm(total=num_episodes, unit="episode", desc=f"recording {self.config.env}",
-                  disable=not progress) as bar:
+        with tqdm(total=num_episodes, unit="episode",
+                  desc=f"recording {self.config.environment.env}", disable=not progress) as bar:
             while pending:
                 (done,), _ = ray.wait(list(pending), num_returns=1)
                 runner, remaining = pending.pop(done)
@@ -118,8 +122,9 @@ class Recorder:
 
 def check_env_runners_fit(config: RecorderConfig) -> None:
     """Raises ``ResourceError`` when the env runner actors cannot all be placed."""
-    check_fits(f"{config.num_env_runners} env runner(s) x {config.num_cpus_per_env_runner:g} CPU",
-               {"CPU": config.num_env_runners * config.num_cpus_per_env_runner},
+    runners = config.env_runners
+    check_fits(f"{runners.num_env_runners} env runner(s) x {runners.num_cpus_per_env_runner:g} CPU",
+               {"CPU": runners.num_env_runners * runners.num_cpus_per_env_runner},
                "lower num_env_runners (evaluation_num_env_runners when evaluate() records) or "
                "num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
 
@@ -129,15 +134,16 @@ def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool 
     """Fails fast, before anything is recorded, with an ``OutputError`` when the ``output``
     location is ``input_`` (or inside it), is a file, cannot be written (its folder is
     created), or holds files offline-rl did not write (unless ``overwrite``)."""
-    if output_is_input(config.output, input_):
-        raise OutputError(f"recording: output {config.output!r} is the training input "
+    options = config.offline_data
+    if output_is_input(options.output, input_):
+        raise OutputError(f"recording: output {options.output!r} is the training input "
                           f"(input_={input_!r}) or inside it; recording there would mix new "
                           "episodes into the data being trained on: choose another folder")
     filesystem, folder = output_location(
-        config.output, resolve_filesystem(config.output_filesystem,
-                                          config.output_filesystem_kwargs,
-                                          field="output_filesystem"))
-    claim_output_folder(config.output, filesystem, folder, writer="recording",
+        options.output, resolve_filesystem(options.output_filesystem,
+                                           options.output_filesystem_kwargs,
+                                           field="output_filesystem"))
+    claim_output_folder(options.output, filesystem, folder, writer="recording",
                         overwrite=overwrite, replaces=False)
 
 
@@ -146,20 +152,21 @@ class _EnvRunner:
 
     def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str):
         self.config = config
-        self.envs = [make_env(config.env, config.env_config)
-                     for _ in range(config.num_envs_per_env_runner)]
+        self.envs = [make_env(config.environment.env, config.environment.env_config)
+                     for _ in range(config.env_runners.num_envs_per_env_runner)]
         self.set_policy(policy)
         self.index = index
+        options = config.offline_data
         self.writer = EpisodeWriter(
-            config.output, env_name=_env_name(config.env), runner_index=index, run_id=run_id,
-            write_episodes=config.output_write_episodes,
-            max_rows_per_file=config.output_max_rows_per_file,
-            max_file_size=config.output_max_file_size,
-            compress_columns=config.output_compress_columns,
-            write_method=config.output_write_method,
-            write_method_kwargs=config.output_write_method_kwargs,
-            filesystem=resolve_filesystem(config.output_filesystem,
-                                          config.output_filesystem_kwargs,
+            options.output, env_name=_env_name(config.environment.env), runner_index=index,
+            run_id=run_id, write_episodes=options.output_write_episodes,
+            max_rows_per_file=options.output_max_rows_per_file,
+            max_file_size=options.output_max_file_size,
+            compress_columns=options.output_compress_columns,
+            write_method=options.output_write_method,
+            write_method_kwargs=options.output_write_method_kwargs,
+            filesystem=resolve_filesystem(options.output_filesystem,
+                                          options.output_filesystem_kwargs,
                                           field="output_filesystem"),
         )
         self.files: list[str] = []
@@ -171,7 +178,7 @@ class _EnvRunner:
             policy, "start_episode", None)
 
     def record(self, num_episodes: int) -> tuple[list[float], list[int]]:
-        seed = self.config.seed
+        seed = self.config.debugging.seed
         first = None if seed is None else seed + 1_000_003 * self.index + self.episodes_started
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,

@@ -33,9 +33,7 @@ from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path
 from offline_rl.recording.output_folder import new_run_id, write_manifest
-
-#: ``output_write_method`` values the writer implements.
-WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
+from offline_rl.settings.offline_data import WRITE_METHODS
 
 
 class EpisodeWriter:

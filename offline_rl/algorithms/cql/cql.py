@@ -10,9 +10,20 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
-from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
-from offline_rl.core.schedules import LearningRate
+from offline_rl.algorithms.td_config import (
+    A_POLYAK_COEFFICIENT,
+    NON_NEGATIVE,
+    POSITIVE,
+    TDHyperparameters,
+)
+from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
+from offline_rl.settings.options import (
+    AN_INT_AT_LEAST_0,
+    AN_INT_AT_LEAST_1,
+    Rule,
+    is_finite_number,
+    option,
+)
 
 #: The module continuous CQL trains: a tanh-squashed Gaussian policy plus twin Q-networks.
 SQUASHED_ACTOR_CRITIC_MODULE = (
@@ -20,22 +31,23 @@ SQUASHED_ACTOR_CRITIC_MODULE = (
 
 
 @dataclass
-class CQLLearnerConfig(TDLearnerConfig):
-    """``LearnerConfig`` plus CQL's hyperparameters (see ``CQLConfig.training``)."""
+class CQLHyperparameters(TDHyperparameters):
+    """CQL's hyperparameters (see ``CQLConfig.training``)."""
 
-    actor_lr: LearningRate = 1e-4
-    critic_lr: LearningRate = 3e-4
-    alpha_lr: LearningRate = 1e-4
-    tau: float = 0.005
-    initial_alpha: float = 1.0
-    target_entropy: float | None = None
-    soft_q_backup: bool = False
-    min_q_weight: float = 5.0
-    num_actions: int = 10
-    temperature: float = 1.0
-    bc_iters: int = 0
-    lagrangian: bool = False
-    lagrangian_thresh: float = 5.0
+    actor_lr: LearningRate = option(1e-4, learning_rate_problem)
+    critic_lr: LearningRate = option(3e-4, learning_rate_problem)
+    alpha_lr: LearningRate = option(1e-4, learning_rate_problem)
+    tau: float = option(0.005, A_POLYAK_COEFFICIENT)
+    initial_alpha: float = option(1.0, POSITIVE)
+    target_entropy: float | None = option(None, Rule(
+        "a finite number or None", lambda value: value is None or is_finite_number(value)))
+    soft_q_backup: bool = option(False)
+    min_q_weight: float = option(5.0, NON_NEGATIVE)
+    num_actions: int = option(10, AN_INT_AT_LEAST_1)
+    temperature: float = option(1.0, POSITIVE)
+    bc_iters: int = option(0, AN_INT_AT_LEAST_0)
+    lagrangian: bool = option(False)
+    lagrangian_thresh: float = option(5.0)
 
 
 class CQLConfig(AlgorithmConfig):
@@ -51,7 +63,7 @@ class CQLConfig(AlgorithmConfig):
     """
 
     algo_name = "CQL"
-    learner_config_class = CQLLearnerConfig
+    hyperparameters_class = CQLHyperparameters
     learner_class_path = "offline_rl.algorithms.cql.cql_learner:CQLTorchLearner"
     module_class_path = SQUASHED_ACTOR_CRITIC_MODULE
     action_space_class = gym.spaces.Box
@@ -59,9 +71,9 @@ class CQLConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
-                             "log_std_clip_param": 10.0}
+        self.sections.training.train_batch_size_per_learner = 256
+        self.sections.rl_module.model_config = {
+            "fcnet_hiddens": [256, 256], "fcnet_activation": "relu", "log_std_clip_param": 10.0}
 
     def training(self, *, actor_lr: LearningRate = NotProvided,
                  critic_lr: LearningRate = NotProvided,
@@ -89,28 +101,12 @@ class CQLConfig(AlgorithmConfig):
         near ``lagrangian_thresh``;
         for the first ``bc_iters`` updates the policy is trained by behavior cloning."""
         super().training(**kwargs)
-        return self._set(locals())
+        return self._set(self.sections.hyperparameters, locals())
 
     @property
     def algo_class(self) -> type[Algorithm]:
         """``CQL``."""
         return CQL
-
-    def problems(self) -> list[tuple[str, str]]:
-        """The base checks plus CQL's ranges."""
-        problems = super().problems() + td_problems(self) + number_problems(self, {
-                        "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
-            "min_q_weight": (">= 0", lambda value: value >= 0),
-            **{field: ("> 0", lambda value: value > 0)
-               for field in ("initial_alpha", "temperature")}})
-        problems += learning_rate_problems(self, ["actor_lr", "critic_lr", "alpha_lr"])
-        for field, minimum in (("num_actions", 1), ("bc_iters", 0)):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not (isinstance(value, int) and value >= minimum):
-                problems.append((field, f"must be an int >= {minimum}, got {value!r}"))
-        if self.target_entropy is not None:
-            problems += number_problems(self, {"target_entropy": ("or None", lambda _: True)})
-        return problems
 
 
 class CQL(Algorithm):

@@ -58,7 +58,7 @@ class CQLTorchLearner(Learner):
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """``policy``, ``critic`` (both Q-networks), ``alpha`` (the log temperature, created
         here) and, with ``lagrangian``, ``lagrange`` (the log multiplier)."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         self.log_alpha = torch.nn.Parameter(
             torch.tensor(math.log(config.initial_alpha), device=self.device))
         self.log_lagrange = torch.nn.Parameter(torch.zeros((), device=self.device))
@@ -77,7 +77,7 @@ class CQLTorchLearner(Learner):
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The losses (see the class) and what to report of them."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         obs, actions, next_obs = batch[Columns.OBS], batch[Columns.ACTIONS].float(), batch[
             Columns.NEXT_OBS]
         alpha = self.log_alpha.exp().detach()
@@ -133,7 +133,7 @@ class CQLTorchLearner(Learner):
         """The TD target's value of ``s'``: ``min_i Q_target_i(s', a')`` at the policy's mean
         action, or with ``soft_q_backup`` at a sampled one, less the entropy term."""
         module = self.module
-        if self.config.soft_q_backup:
+        if self.config.hyperparameters.soft_q_backup:
             return torch.minimum(*module.q_values(next_obs, sampled_action, target=True)
                                  ) - entropy_term
         mean_action = module.get_train_action_dist_cls().from_logits(
@@ -153,7 +153,7 @@ class CQLTorchLearner(Learner):
 
     def after_gradient_based_update(self) -> None:
         """Moves the target Q-networks ``tau`` towards the Q-networks."""
-        self.module.update_targets(self.config.tau)
+        self.module.update_targets(self.config.hyperparameters.tau)
 
     def get_state(self) -> dict[str, Any]:
         """The base state plus the log temperature and the log multiplier."""

@@ -10,20 +10,19 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
+from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, NON_NEGATIVE, TDHyperparameters
+from offline_rl.settings.options import option
 
 #: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
 Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"
 
 
 @dataclass
-class DiscreteCQLLearnerConfig(TDLearnerConfig):
-    """``LearnerConfig`` plus discrete CQL's hyperparameters (see
-    ``DiscreteCQLConfig.training``)."""
+class DiscreteCQLHyperparameters(TDHyperparameters):
+    """Discrete CQL's hyperparameters (see ``DiscreteCQLConfig.training``)."""
 
-    min_q_weight: float = 1.0
-    tau: float = 0.005
+    min_q_weight: float = option(1.0, NON_NEGATIVE)
+    tau: float = option(0.005, A_POLYAK_COEFFICIENT)
 
 
 class DiscreteCQLConfig(AlgorithmConfig):
@@ -39,7 +38,7 @@ class DiscreteCQLConfig(AlgorithmConfig):
     """
 
     algo_name = "DiscreteCQL"
-    learner_config_class = DiscreteCQLLearnerConfig
+    hyperparameters_class = DiscreteCQLHyperparameters
     learner_class_path = "offline_rl.algorithms.cql.discrete_cql_learner:DiscreteCQLTorchLearner"
     module_class_path = Q_MODULE
     action_space_class = gym.spaces.Discrete
@@ -47,9 +46,10 @@ class DiscreteCQLConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lr = 3e-4
-        self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"}
+        self.sections.training.lr = 3e-4
+        self.sections.training.train_batch_size_per_learner = 256
+        self.sections.rl_module.model_config = {"fcnet_hiddens": [256, 256],
+                                                "fcnet_activation": "relu"}
 
     def training(self, *, gamma: float = NotProvided, n_step: int = NotProvided,
                  min_q_weight: float = NotProvided,
@@ -60,18 +60,12 @@ class DiscreteCQLConfig(AlgorithmConfig):
         ``logsumexp_a Q(s, a) - Q(s, a_data)``, and the Polyak coefficient ``tau`` of the
         target network."""
         super().training(**kwargs)
-        return self._set(locals())
+        return self._set(self.sections.hyperparameters, locals())
 
     @property
     def algo_class(self) -> type[Algorithm]:
         """``DiscreteCQL``."""
         return DiscreteCQL
-
-    def problems(self) -> list[tuple[str, str]]:
-        """The base checks plus discrete CQL's ranges."""
-        return super().problems() + td_problems(self) + number_problems(self, {
-                        "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
-            "min_q_weight": (">= 0", lambda value: value >= 0)})
 
 
 class DiscreteCQL(Algorithm):

@@ -33,7 +33,7 @@ class DiscreteCQLTorchLearner(Learner):
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The one loss (see the class) and its two terms."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         q_values = fwd_out[Columns.ACTION_DIST_INPUTS]
         actions = batch[Columns.ACTIONS].long()
         q_taken = q_values.gather(1, actions.reshape(-1, 1)).squeeze(1)
@@ -51,4 +51,4 @@ class DiscreteCQLTorchLearner(Learner):
 
     def after_gradient_based_update(self) -> None:
         """Moves the target network ``tau`` towards the Q-network."""
-        self.module.update_targets(self.config.tau)
+        self.module.update_targets(self.config.hyperparameters.tau)

@@ -8,25 +8,26 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
-from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
-from offline_rl.core.schedules import LearningRate
+from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, POSITIVE, TDHyperparameters
+from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
+from offline_rl.settings.options import finite_number, option
 
 #: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.
 ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLModule"
 
 
 @dataclass
-class IQLLearnerConfig(TDLearnerConfig):
-    """``LearnerConfig`` plus IQL's hyperparameters (see ``IQLConfig.training``)."""
+class IQLHyperparameters(TDHyperparameters):
+    """IQL's hyperparameters (see ``IQLConfig.training``)."""
 
-    actor_lr: LearningRate = 3e-4
-    critic_lr: LearningRate = 3e-4
-    value_lr: LearningRate = 3e-4
-    expectile: float = 0.7
-    beta: float = 3.0
-    max_advantage_weight: float = 100.0
-    tau: float = 0.005
+    actor_lr: LearningRate = option(3e-4, learning_rate_problem)
+    critic_lr: LearningRate = option(3e-4, learning_rate_problem)
+    value_lr: LearningRate = option(3e-4, learning_rate_problem)
+    expectile: float = option(0.7, finite_number("strictly between 0 and 1",
+                                                 lambda value: 0 < value < 1))
+    beta: float = option(3.0, POSITIVE)
+    max_advantage_weight: float = option(100.0, POSITIVE)
+    tau: float = option(0.005, A_POLYAK_COEFFICIENT)
 
 
 class IQLConfig(AlgorithmConfig):
@@ -47,20 +48,20 @@ class IQLConfig(AlgorithmConfig):
     """
 
     algo_name = "IQL"
-    learner_config_class = IQLLearnerConfig
+    hyperparameters_class = IQLHyperparameters
     learner_class_path = "offline_rl.algorithms.iql.iql_learner:IQLTorchLearner"
     module_class_path = ACTOR_CRITIC_MODULE
 
     def __init__(self) -> None:
         super().__init__()
-        self.train_batch_size_per_learner = 256
+        self.sections.training.train_batch_size_per_learner = 256
         # A state-independent log std: a state-dependent one collapses under the advantage
         # weights (Pendulum mixed, 10k updates: about -800 against about -200 with it). As in
         # d3rlpy, the mean is squashed into the action bounds and the log std clipped into
         # [-5, 2] (figures in benchmarks/RESULTS.md).
-        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
-                             "free_log_std": True, "bound_mean": True,
-                             "log_std_bounds": [-5.0, 2.0]}
+        self.sections.rl_module.model_config = {
+            "fcnet_hiddens": [256, 256], "fcnet_activation": "relu", "free_log_std": True,
+            "bound_mean": True, "log_std_bounds": [-5.0, 2.0]}
 
     def training(self, *, actor_lr: LearningRate = NotProvided,
                  critic_lr: LearningRate = NotProvided,
@@ -77,22 +78,12 @@ class IQLConfig(AlgorithmConfig):
         ``exp(beta * (Q - V))``, capped at ``max_advantage_weight``; and the Polyak
         coefficient ``tau`` of the target Q-networks."""
         super().training(**kwargs)
-        return self._set(locals())
+        return self._set(self.sections.hyperparameters, locals())
 
     @property
     def algo_class(self) -> type[Algorithm]:
         """``IQL``."""
         return IQL
-
-    def problems(self) -> list[tuple[str, str]]:
-        """The base checks plus IQL's ranges."""
-        wanted = {"expectile": ("strictly between 0 and 1", lambda value: 0 < value < 1),
-                                    "tau": ("in (0, 1]", lambda value: 0 < value <= 1),
-                  **{field: ("> 0", lambda value: value > 0)
-                     for field in ("beta", "max_advantage_weight")}}
-        problems = (super().problems() + td_problems(self) + number_problems(self, wanted)
-                    + learning_rate_problems(self, ["actor_lr", "critic_lr", "value_lr"]))
-        return problems
 
 
 class IQL(Algorithm):

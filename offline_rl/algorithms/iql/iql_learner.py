@@ -49,7 +49,7 @@ class IQLTorchLearner(Learner):
 
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """``policy``, ``critic`` (both Q-networks) and ``value``, each with its own ``lr``."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         return {"policy": OptimizerSpec(module.policy_parameters(), config.actor_lr),
                 "critic": OptimizerSpec(module.critic_parameters(), config.critic_lr),
                 "value": OptimizerSpec(list(module.vf.parameters()), config.value_lr)}
@@ -57,7 +57,7 @@ class IQLTorchLearner(Learner):
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The three losses (see the class) and what to report of them."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
         with torch.no_grad():
             target_q = torch.minimum(*module.q_values(obs, actions, target=True))
@@ -82,4 +82,4 @@ class IQLTorchLearner(Learner):
 
     def after_gradient_based_update(self) -> None:
         """Moves the target Q-networks ``tau`` towards the Q-networks."""
-        self.module.update_targets(self.config.tau)
+        self.module.update_targets(self.config.hyperparameters.tau)

@@ -17,23 +17,24 @@ from connectors import (
 )
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import number_problems
-from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.algorithms.td_config import A_DISCOUNT, NON_NEGATIVE, POSITIVE
+from offline_rl.settings.hyperparameters import Hyperparameters
+from offline_rl.settings.options import option
 
 #: The module MARWIL trains: the default policy plus a state-value network.
 POLICY_VALUE_MODULE = "offline_rl.models.value_module:PolicyValueTorchRLModule"
 
 
 @dataclass
-class MARWILLearnerConfig(LearnerConfig):
-    """``LearnerConfig`` plus MARWIL's hyperparameters (see ``MARWILConfig.training``)."""
+class MARWILHyperparameters(Hyperparameters):
+    """MARWIL's hyperparameters (see ``MARWILConfig.training``)."""
 
-    beta: float = 1.0
-    vf_coeff: float = 1.0
-    gamma: float = 0.99
-    lambda_: float = 1.0
-    moving_average_sqd_adv_norm_start: float = 100.0
-    moving_average_sqd_adv_norm_update_rate: float = 1e-8
+    beta: float = option(1.0, NON_NEGATIVE)
+    vf_coeff: float = option(1.0, NON_NEGATIVE)
+    gamma: float = option(0.99, A_DISCOUNT)
+    lambda_: float = option(1.0, A_DISCOUNT)
+    moving_average_sqd_adv_norm_start: float = option(100.0, POSITIVE)
+    moving_average_sqd_adv_norm_update_rate: float = option(1e-8, A_DISCOUNT)
 
 
 class MARWILConfig(AlgorithmConfig):
@@ -58,14 +59,14 @@ class MARWILConfig(AlgorithmConfig):
     """
 
     algo_name = "MARWIL"
-    learner_config_class = MARWILLearnerConfig
+    hyperparameters_class = MARWILHyperparameters
     learner_class_path = "offline_rl.algorithms.marwil.marwil_learner:MARWILTorchLearner"
     module_class_path = POLICY_VALUE_MODULE
 
     def __init__(self) -> None:
         super().__init__()
-        self.lr = 1e-4
-        self.materialize_mapped_data = False
+        self.sections.training.lr = 1e-4
+        self.sections.offline_data.materialize_mapped_data = False
 
     def training(self, *, beta: float = NotProvided, vf_coeff: float = NotProvided,
                  gamma: float = NotProvided, lambda_: float = NotProvided,
@@ -79,7 +80,7 @@ class MARWILConfig(AlgorithmConfig):
         advantages, starts at ``sqrt(moving_average_sqd_adv_norm_start)`` and moves by
         ``moving_average_sqd_adv_norm_update_rate`` per update."""
         super().training(**kwargs)
-        return self._set(locals())
+        return self._set(self.sections.hyperparameters, locals())
 
     @property
     def algo_class(self) -> type[Algorithm]:
@@ -87,29 +88,18 @@ class MARWILConfig(AlgorithmConfig):
         return MARWIL
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
-                                input_action_space: gym.Space | None,
-                                device: Any = None) -> ConnectorPipelineV2:
+                                input_action_space: gym.Space | None) -> ConnectorPipelineV2:
         """The default pipeline with one artificial timestep added to each episode first, the
         next observations right after the observations, and the advantages last (RLlib's
         MARWIL pipeline, as the seeds show it)."""
-        pipeline = super().build_learner_connector(input_observation_space, input_action_space,
-                                                   device)
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space)
         pipeline.prepend(AddOneTsToEpisodesAndTruncate())
         pipeline.insert_after(AddObservationsFromEpisodesToBatch,
                               AddNextObservationsFromEpisodesToTrainBatch())
-        pipeline.append(GeneralAdvantageEstimation(gamma=self.gamma, lambda_=self.lambda_))
+        hyperparameters = self.sections.hyperparameters
+        pipeline.append(GeneralAdvantageEstimation(gamma=hyperparameters.gamma,
+                                                   lambda_=hyperparameters.lambda_))
         return pipeline
-
-    def problems(self) -> list[tuple[str, str]]:
-        """The base checks plus MARWIL's ranges."""
-        return super().problems() + number_problems(self, {
-            "beta": (">= 0", lambda value: value >= 0),
-            "vf_coeff": (">= 0", lambda value: value >= 0),
-            "gamma": ("in [0, 1]", lambda value: 0 <= value <= 1),
-            "lambda_": ("in [0, 1]", lambda value: 0 <= value <= 1),
-            "moving_average_sqd_adv_norm_start": ("> 0", lambda value: value > 0),
-            "moving_average_sqd_adv_norm_update_rate": ("in [0, 1]",
-                                                        lambda value: 0 <= value <= 1)})
 
 
 class MARWIL(Algorithm):

@@ -49,12 +49,12 @@ class MARWILTorchLearner(Learner):
 
     def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None) -> None:
         super().__init__(config, module_spec)
-        self.moving_avg_sqd_adv_norm = torch.tensor(config.moving_average_sqd_adv_norm_start,
-                                                    device=self.device)
+        self.moving_avg_sqd_adv_norm = torch.tensor(
+            config.hyperparameters.moving_average_sqd_adv_norm_start, device=self.device)
 
     def compute_loss_for_module(self, *, module_id, batch, fwd_out):
         """The policy and value losses (see the class)."""
-        config, module = self.config, self.module
+        config, module = self.config.hyperparameters, self.module
         mask = batch.get(Columns.LOSS_MASK)
         dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS])

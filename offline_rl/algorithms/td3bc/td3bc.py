@@ -10,25 +10,30 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.config_checks import learning_rate_problems, number_problems
-from offline_rl.algorithms.td_config import TDLearnerConfig, td_problems
-from offline_rl.core.schedules import LearningRate
+from offline_rl.algorithms.td_config import (
+    A_POLYAK_COEFFICIENT,
+    NON_NEGATIVE,
+    POSITIVE,
+    TDHyperparameters,
+)
+from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
+from offline_rl.settings.options import AN_INT_AT_LEAST_1, option
 
 #: The module TD3+BC trains: the actor-critic module plus a target copy of the policy.
 TD3BC_MODULE = "offline_rl.models.actor_critic_module:TargetPolicyActorCriticTorchRLModule"
 
 
 @dataclass
-class TD3BCLearnerConfig(TDLearnerConfig):
-    """``LearnerConfig`` plus TD3+BC's hyperparameters (see ``TD3BCConfig.training``)."""
+class TD3BCHyperparameters(TDHyperparameters):
+    """TD3+BC's hyperparameters (see ``TD3BCConfig.training``)."""
 
-    actor_lr: LearningRate = 3e-4
-    critic_lr: LearningRate = 3e-4
-    alpha: float = 2.5
-    policy_noise: float = 0.2
-    noise_clip: float = 0.5
-    policy_delay: int = 2
-    tau: float = 0.005
+    actor_lr: LearningRate = option(3e-4, learning_rate_problem)
+    critic_lr: LearningRate = option(3e-4, learning_rate_problem)
+    alpha: float = option(2.5, POSITIVE)
+    policy_noise: float = option(0.2, NON_NEGATIVE)
+    noise_clip: float = option(0.5, NON_NEGATIVE)
+    policy_delay: int = option(2, AN_INT_AT_LEAST_1)
+    tau: float = option(0.005, A_POLYAK_COEFFICIENT)
 
 
 class TD3BCConfig(AlgorithmConfig):
@@ -43,7 +48,7 @@ class TD3BCConfig(AlgorithmConfig):
     """
 
     algo_name = "TD3BC"
-    learner_config_class = TD3BCLearnerConfig
+    hyperparameters_class = TD3BCHyperparameters
     learner_class_path = "offline_rl.algorithms.td3bc.td3bc_learner:TD3BCTorchLearner"
     module_class_path = TD3BC_MODULE
     action_space_class = gym.spaces.Box
@@ -51,9 +56,9 @@ class TD3BCConfig(AlgorithmConfig):
 
     def __init__(self) -> None:
         super().__init__()
-        self.train_batch_size_per_learner = 256
-        self.model_config = {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu",
-                             "bound_mean": True}
+        self.sections.training.train_batch_size_per_learner = 256
+        self.sections.rl_module.model_config = {
+            "fcnet_hiddens": [256, 256], "fcnet_activation": "relu", "bound_mean": True}
 
     def training(self, *, actor_lr: LearningRate = NotProvided,
                  critic_lr: LearningRate = NotProvided,
@@ -71,25 +76,12 @@ class TD3BCConfig(AlgorithmConfig):
         target) update every ``policy_delay`` critic updates; the Polyak coefficient
         ``tau`` of the targets."""
         super().training(**kwargs)
-        return self._set(locals())
+        return self._set(self.sections.hyperparameters, locals())
 
     @property
     def algo_class(self) -> type[Algorithm]:
         """``TD3BC``."""
         return TD3BC
-
-    def problems(self) -> list[tuple[str, str]]:
-        """The base checks plus TD3+BC's ranges."""
-        wanted = {"tau": ("in (0, 1]", lambda value: 0 < value <= 1),
-                  "policy_noise": (">= 0", lambda value: value >= 0),
-                  "noise_clip": (">= 0", lambda value: value >= 0),
-                  "alpha": ("> 0", lambda value: value > 0)}
-        problems = (super().problems() + td_problems(self) + number_problems(self, wanted)
-                    + learning_rate_problems(self, ["actor_lr", "critic_lr"]))
-        if isinstance(self.policy_delay, bool) or not (isinstance(self.policy_delay, int)
-                                                       and self.policy_delay >= 1):
-            problems.append(("policy_delay", f"must be an int >= 1, got {self.policy_delay!r}"))
-        return problems
 
 
 class TD3BC(Algorithm):

@@ -41,13 +41,13 @@ class TD3BCTorchLearner(Learner):
 
     def configure_optimizers(self) -> dict[str, OptimizerSpec]:
         """``policy`` and ``critic`` (both Q-networks), each with its own ``lr``."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         return {"policy": OptimizerSpec(module.policy_parameters(), config.actor_lr),
                 "critic": OptimizerSpec(module.critic_parameters(), config.critic_lr)}
 
     def _updates_policy(self) -> bool:
         """Whether this update steps the policy and the targets (every ``policy_delay``)."""
-        return (self.num_updates + 1) % self.config.policy_delay == 0
+        return (self.num_updates + 1) % self.config.hyperparameters.policy_delay == 0
 
     def _clip(self, actions: torch.Tensor) -> torch.Tensor:
         return torch.maximum(torch.minimum(actions, self.module.action_high),
@@ -61,7 +61,7 @@ class TD3BCTorchLearner(Learner):
     def compute_losses(self, *, batch: dict[str, torch.Tensor], fwd_out: dict[str, torch.Tensor]
                        ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The losses of the networks ``stepping`` now (see the class)."""
-        module, config = self.module, self.config
+        module, config = self.module, self.config.hyperparameters
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS].float()
         half_range = (module.action_high - module.action_low) / 2
         losses, stats = {}, {}
@@ -91,5 +91,5 @@ class TD3BCTorchLearner(Learner):
     def after_gradient_based_update(self) -> None:
         """After a policy step, moves the target Q-networks and policy ``tau`` closer."""
         if self._updates_policy():
-            self.module.update_targets(self.config.tau)
-            self.module.update_policy_target(self.config.tau)
+            self.module.update_targets(self.config.hyperparameters.tau)
+            self.module.update_policy_target(self.config.hyperparameters.tau)

@@ -1,0 +1,71 @@
+"""The ``learners``, ``resources`` and ``env_runners`` sections: the Ray actors an algorithm
+starts and what each reserves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from offline_rl.settings.options import (
+    A_NUMBER_AT_LEAST_0,
+    AN_INT_AT_LEAST_0,
+    AN_INT_AT_LEAST_1,
+    Rule,
+    Section,
+    one_of,
+    option,
+)
+
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+@dataclass
+class LearnersConfig(Section):
+    """See ``AlgorithmConfig.learners``.
+
+    Example:
+        >>> LearnersConfig(num_gpus_per_learner=1, num_cpus_per_learner=2).problems()
+        [('num_cpus_per_learner', 'set either num_gpus_per_learner or num_cpus_per_learner')]
+    """
+
+    #: 0: one learner in this process; N >= 1: N Ray actors, one ``streaming_split`` shard each.
+    num_learners: int = option(0, AN_INT_AT_LEAST_0)
+    #: GPUs per learner (fractions share one).
+    num_gpus_per_learner: float = option(0, A_NUMBER_AT_LEAST_0)
+    #: CPUs per learner; ``"auto"``: 0 with a GPU, else 1 when that fits beside the data
+    #: pipeline, else 0.
+    num_cpus_per_learner: float | str = option("auto", Rule(
+        "'auto' or a number >= 0",
+        lambda value: value == "auto" or A_NUMBER_AT_LEAST_0.holds(value)))
+    #: How the learners' placement group spreads them over nodes.
+    placement_strategy: str = option("PACK", one_of(*PLACEMENT_STRATEGIES))
+
+    def joint_problems(self) -> list[tuple[str, str]]:
+        """A learner is sized by its GPUs or by its CPUs, not both."""
+        if self.num_gpus_per_learner and self.num_cpus_per_learner != "auto":
+            return [("num_cpus_per_learner",
+                     "set either num_gpus_per_learner or num_cpus_per_learner")]
+        return []
+
+
+@dataclass
+class ResourcesConfig(Section):
+    """See ``AlgorithmConfig.resources``."""
+
+    #: CPUs the algorithm's own process reserves as a Ray Tune trial.
+    num_cpus_for_main_process: float = option(1, A_NUMBER_AT_LEAST_0)
+
+
+@dataclass
+class EnvRunnersConfig(Section):
+    """See ``AlgorithmConfig.env_runners``."""
+
+    #: Ray actors that play the policy when recording.
+    num_env_runners: int = option(1, AN_INT_AT_LEAST_1)
+    #: Vectorized envs per actor.
+    num_envs_per_env_runner: int = option(1, AN_INT_AT_LEAST_1)
+    #: CPUs per actor (evaluation runners too).
+    num_cpus_per_env_runner: float = option(1, A_NUMBER_AT_LEAST_0)
+    #: RLlib's option; offline data holds whole episodes, so this is the one value.
+    batch_mode: str = option("complete_episodes", Rule(
+        "'complete_episodes' (offline data holds whole episodes)",
+        lambda value: value == "complete_episodes"))
