@@ -33,6 +33,8 @@ from offline_rl.names import (
 
 __version__ = "0.1.0"
 
+#: The names imported on first use, and their modules: each built-in algorithm's config and
+#: ``Algorithm`` subclass (``BCConfig``, ``BC``) come from the registry's table.
 _LAZY = {
     "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
     "Algorithm": "offline_rl.algorithms.algorithm",
