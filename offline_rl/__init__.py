@@ -19,6 +19,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from offline_rl.algorithms.registry import BUILT_IN_ALGORITHMS
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.names import (
     COMPONENT_LEARNER,
@@ -32,21 +33,13 @@ from offline_rl.names import (
 
 __version__ = "0.1.0"
 
+#: The names imported on first use, and their modules: each built-in algorithm's config and
+#: ``Algorithm`` subclass (``BCConfig``, ``BC``) come from the registry's table.
 _LAZY = {
     "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
     "Algorithm": "offline_rl.algorithms.algorithm",
-    "BCConfig": "offline_rl.algorithms.bc",
-    "BC": "offline_rl.algorithms.bc",
-    "IQLConfig": "offline_rl.algorithms.iql",
-    "IQL": "offline_rl.algorithms.iql",
-    "TD3BCConfig": "offline_rl.algorithms.td3bc",
-    "CQLConfig": "offline_rl.algorithms.cql",
-    "CQL": "offline_rl.algorithms.cql",
-    "DiscreteCQLConfig": "offline_rl.algorithms.cql",
-    "DiscreteCQL": "offline_rl.algorithms.cql",
-    "TD3BC": "offline_rl.algorithms.td3bc",
-    "MARWILConfig": "offline_rl.algorithms.marwil",
-    "MARWIL": "offline_rl.algorithms.marwil",
+    **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
+       for name in (f"{algorithm}Config", algorithm)},
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",

@@ -10,6 +10,8 @@ Example:
     >>> register_algorithm("Lazy", "my_package.my_algorithm:MyConfig")  # imported on first use
     >>> "BC" in registered_algorithms()
     True
+    >>> get_algorithm_config_class("DiscreteCQL").__name__   # a built-in one
+    'DiscreteCQLConfig'
 """
 
 from __future__ import annotations
@@ -17,13 +19,22 @@ from __future__ import annotations
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object, import_path
 
-_REGISTRY: dict[str, type | str] = {"BC": "offline_rl.algorithms.bc.bc:BCConfig",
-                                     "IQL": "offline_rl.algorithms.iql.iql:IQLConfig",
-                                     "MARWIL": "offline_rl.algorithms.marwil.marwil:MARWILConfig",
-                                     "TD3BC": "offline_rl.algorithms.td3bc.td3bc:TD3BCConfig",
-                                     "CQL": "offline_rl.algorithms.cql.cql:CQLConfig",
-                                     "DiscreteCQL":
-                                         "offline_rl.algorithms.cql.discrete_cql:DiscreteCQLConfig"}
+#: The built-in algorithms: each name (``BC``), the ``Algorithm`` subclass of that name and
+#: its config (``BCConfig``), and the module defining both, imported only when first used.
+#: ``offline_rl`` exports both classes, and the registry, the command line and Ray Tune know
+#: the algorithm by its name.
+BUILT_IN_ALGORITHMS: dict[str, str] = {
+    "BC": "offline_rl.algorithms.bc.bc",
+    "IQL": "offline_rl.algorithms.iql.iql",
+    "MARWIL": "offline_rl.algorithms.marwil.marwil",
+    "TD3BC": "offline_rl.algorithms.td3bc.td3bc",
+    "CQL": "offline_rl.algorithms.cql.cql",
+    "DiscreteCQL": "offline_rl.algorithms.cql.discrete_cql",
+}
+
+_REGISTRY: dict[str, type | str] = {name: f"{module}:{name}Config"
+                                    for name, module in BUILT_IN_ALGORITHMS.items()}
+
 #: Every config class defined in this process, by ``"package.module:Name"``: a saved config
 #: comes back as its own class when that class is defined (nothing is imported to find it).
 _DEFINED: dict[str, type] = {}

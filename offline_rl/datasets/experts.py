@@ -23,11 +23,10 @@ import gymnasium as gym
 import numpy as np
 
 from offline_rl.errors import ConfigError
+from offline_rl.reference_datasets import EXPERT_ENVS, TIERS
 
 Action = int | np.ndarray
 Seed = int | np.random.SeedSequence
-
-TIERS = ("random", "medium", "expert", "mixed")
 
 #: Gains of a linear controller on CartPole's (x, x_dot, theta, theta_dot): push right when the
 #: weighted state is positive. Holds the pole for all 500 steps, also with 20% random actions.
@@ -74,13 +73,10 @@ def pendulum_expert(obs: np.ndarray) -> np.ndarray:
     return np.clip([torque], -2.0, 2.0).astype(np.float32)
 
 
-#: Expert per gymnasium env id.
-EXPERTS: dict[str, Callable[[np.ndarray], Action]] = {
-    "CartPole-v1": cartpole_expert,
-    "Acrobot-v1": acrobot_expert,
-    "MountainCar-v0": mountaincar_expert,
-    "Pendulum-v1": pendulum_expert,
-}
+#: Expert per gymnasium env id (``EXPERT_ENVS``, in that order).
+EXPERTS: dict[str, Callable[[np.ndarray], Action]] = dict(zip(
+    EXPERT_ENVS, (cartpole_expert, acrobot_expert, mountaincar_expert, pendulum_expert),
+    strict=True))
 
 #: Action space per env id (as the env declares it).
 ACTION_SPACES: dict[str, gym.spaces.Discrete | gym.spaces.Box] = {

@@ -1,0 +1,15 @@
+"""The reference datasets ``offline-rl datasets make ENV TIER`` records: the gymnasium envs that
+have a scripted expert and the quality tiers of its behaviour policies (``offline_rl.datasets``
+holds the experts). Declared here, importing nothing, so that ``offline-rl --help`` lists them
+without loading gymnasium.
+
+Example:
+    >>> from offline_rl.datasets import EXPERTS
+    >>> list(EXPERTS) == list(EXPERT_ENVS), TIERS[-1]
+    (True, 'mixed')
+"""
+
+#: Envs with a scripted expert, by gymnasium id.
+EXPERT_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1")
+#: Behaviour policy qualities, from worst to best, then a mixture of the three.
+TIERS = ("random", "medium", "expert", "mixed")
