@@ -58,7 +58,7 @@ def _train(args: argparse.Namespace) -> int:
         config.checkpointing(checkpoint_frequency=args.checkpoint_frequency)
     if args.keep_checkpoints is not None:
         config.checkpointing(keep_checkpoints_num=args.keep_checkpoints)
-    if args.stop_return is not None and config.evaluation_interval is None:
+    if args.stop_return is not None and config.sections.evaluation.evaluation_interval is None:
         raise ConfigError("--stop-return needs evaluation: set evaluation.evaluation_interval "
                           f"in {args.config}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -73,8 +73,9 @@ def _train(args: argparse.Namespace) -> int:
                           "pass --overwrite to replace them")
     check_checkpoint_path(output / "checkpoint")  # before training, not after it
     resumed_from = newest_checkpoint(args.resume) if args.resume else None
-    checkpoints = PeriodicCheckpoints(output, frequency=config.checkpoint_frequency,
-                                      keep=config.keep_checkpoints_num)
+    checkpointing = config.sections.checkpointing
+    checkpoints = PeriodicCheckpoints(output, frequency=checkpointing.checkpoint_frequency,
+                                      keep=checkpointing.keep_checkpoints_num)
     output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.verbose:  # otherwise build() starts Ray, quietly, once it has checked the data
@@ -135,14 +136,15 @@ def _evaluate(args: argparse.Namespace) -> int:
     module = load_module(args.checkpoint)
     if args.ope is not None:
         return _estimate_off_policy(config, module, args.ope)
-    if config.env is None:
+    environment = config.sections.environment
+    if environment.env is None:
         raise ConfigError(f"{args.checkpoint} was trained without an env: nothing to play in; "
                           "estimate its value from logged data with --ope DATA")
-    evaluator = EnvEvaluator(config.env, config.env_config, num_envs=min(args.episodes, 8),
-                             seed=args.seed)
+    evaluator = EnvEvaluator(environment.env, environment.env_config,
+                             num_envs=min(args.episodes, 8), seed=args.seed)
     result = evaluator.evaluate(module.compute_actions, args.episodes)
     evaluator.close()
-    print(f"{config.env}: return mean {result['episode_return_mean']:.1f} "
+    print(f"{environment.env}: return mean {result['episode_return_mean']:.1f} "
           f"(min {result['episode_return_min']:.1f}, max {result['episode_return_max']:.1f}) "
           f"over {result['num_episodes']} episodes")
     print(json.dumps(result))
@@ -155,12 +157,13 @@ def _estimate_off_policy(config: Any, module: Any, data: str) -> int:
     from offline_rl.algorithms.off_policy_evaluation import ESTIMATORS, OffPolicyEvaluation
     from offline_rl.algorithms.ray_start import start_ray
 
-    methods = config.off_policy_estimation_methods or {
+    methods = config.sections.evaluation.off_policy_estimation_methods or {
         name: {"type": name} for name in ESTIMATORS}
     config.evaluation(off_policy_estimation_methods=methods, evaluation_config={"input_": data})
     started = start_ray()
     try:
-        spaces = (config.observation_space, config.action_space)
+        environment = config.sections.environment
+        spaces = (environment.observation_space, environment.action_space)
         estimates = OffPolicyEvaluation(config, spaces).estimate(module)
     finally:
         if started:
@@ -194,11 +197,11 @@ def _record(args: argparse.Namespace) -> int:
         config.offline_data(output=args.output)
     policy = load_module(args.checkpoint)
     start_ray(verbose=args.verbose)
-    with Recorder(config.recorder_config(), policy, input_=config.input_,
+    with Recorder(config.recorder_config(), policy, input_=config.sections.offline_data.input_,
                   overwrite=args.overwrite) as recorder:
         stats = recorder.record(args.episodes)
         stats["files"] = len(recorder.stop())
-    print(json.dumps({**stats, "output": config.output}))
+    print(json.dumps({**stats, "output": config.sections.offline_data.output}))
     return 0
 
 

@@ -100,19 +100,21 @@ def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
     """A trial's placement group: ``num_cpus_for_main_process`` (and the local learner's GPU),
     then the read task, the PreLearner pool at its largest, the remote learners and the env
     runner actors (``evaluation_num_env_runners``, or ``num_env_runners`` when recording)."""
-    remote = config.num_learners
-    learner_cpus = config.num_cpus_per_learner
+    sections = config.sections
+    learners, env_runners = sections.learners, sections.env_runners
+    remote = learners.num_learners
+    learner_cpus = learners.num_cpus_per_learner
     if learner_cpus == "auto":
-        learner_cpus = 0 if config.num_gpus_per_learner else 1
-    pool = dict(config.map_batches_kwargs)
+        learner_cpus = 0 if learners.num_gpus_per_learner else 1
+    pool = dict(sections.offline_data.map_batches_kwargs)
     _, actors = pool_range(pool.get("concurrency", 1))
-    runners = config.evaluation_num_env_runners or (config.num_env_runners if config.output
-                                                    else 0)
-    main = {"CPU": config.num_cpus_for_main_process,
-            "GPU": 0 if remote else config.num_gpus_per_learner}
+    runners = sections.evaluation.evaluation_num_env_runners or (
+        env_runners.num_env_runners if sections.offline_data.output else 0)
+    main = {"CPU": sections.resources.num_cpus_for_main_process,
+            "GPU": 0 if remote else learners.num_gpus_per_learner}
     work = {"CPU": READ_TASK_CPUS + actors * pool.get("num_cpus", 1) + remote * learner_cpus
-            + runners * config.num_cpus_per_env_runner,
-            "GPU": actors * pool.get("num_gpus", 0) + remote * config.num_gpus_per_learner}
+            + runners * env_runners.num_cpus_per_env_runner,
+            "GPU": actors * pool.get("num_gpus", 0) + remote * learners.num_gpus_per_learner}
     bundles = [{name: float(amount) for name, amount in bundle.items() if amount}
                for bundle in (main, work)]
     return [bundle for bundle in bundles if bundle]
