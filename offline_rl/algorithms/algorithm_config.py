@@ -345,23 +345,8 @@ class AlgorithmConfig(FlatAccess):
             raise ConfigError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(errors))
 
     def problems(self) -> list[tuple[str, str]]:
-        """``(field, problem)`` for each invalid field: each section's own checks, then those
-        spanning sections."""
-        sections = self.sections
-        problems = [problem for section in sections for problem in section.problems()]
-        evaluation = sections.evaluation
-        if evaluation.evaluation_interval is not None and sections.environment.env is None \
-                and not evaluation.off_policy_estimation_methods:
-            problems.append(("evaluation_interval", "evaluation needs an env (config."
-                             "environment(env=...)) or off_policy_estimation_methods with "
-                             "held-out data"))
-        n_step, _ = sections.hyperparameters.n_step_returns()
-        if isinstance(n_step, int) and n_step > 1 and not sections.offline_data.reads_episodes:
-            problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "
-                             "offline_data(input_read_episodes=True) (or SampleBatch JSON with "
-                             "input_read_sample_batches=True); tabular rows are single "
-                             "transitions (offline-rl convert turns them into episodes)"))
-        return problems
+        """``(field, problem)`` for each invalid field (see ``ConfigSections.problems``)."""
+        return self.sections.problems()
 
     # ---------------------------------------------------------------------- serialization
     def copy(self) -> AlgorithmConfig:

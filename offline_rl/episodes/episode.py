@@ -10,9 +10,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.episodes.episode_state import read_episode_state
-from offline_rl.episodes.lookback import Indices, InfiniteLookbackBuffer
-from offline_rl.spaces import space_to_dict
+from offline_rl.episodes.episode_state import episode_state, read_episode_state
+from offline_rl.episodes.lookback import Indices, InfiniteLookbackBuffer, as_lookback_buffer
 
 #: The space RLlib gives every rewards buffer.
 _REWARD_SPACE = gym.spaces.Box(float("-inf"), float("inf"), (), np.float32)
@@ -98,11 +97,11 @@ class SingleAgentEpisode:
             source = (observations.data if isinstance(observations, InfiniteLookbackBuffer)
                       else () if observations is None else observations)
             infos = [{} for _ in range(len(source))]
-        self.observations = _as_buffer(observations, lookback)
-        self.infos = _as_buffer(infos, lookback)
-        self.actions = _as_buffer(actions, lookback)
-        self.rewards = _as_buffer(rewards, lookback, _REWARD_SPACE)
-        self.extra_model_outputs = {key: _as_buffer(values, lookback)
+        self.observations = as_lookback_buffer(observations, lookback)
+        self.infos = as_lookback_buffer(infos, lookback)
+        self.actions = as_lookback_buffer(actions, lookback)
+        self.rewards = as_lookback_buffer(rewards, lookback, _REWARD_SPACE)
+        self.extra_model_outputs = {key: as_lookback_buffer(values, lookback)
                                     for key, values in (extra_model_outputs or {}).items()}
         self._observation_space = observation_space
         self._action_space = action_space
@@ -358,27 +357,7 @@ class SingleAgentEpisode:
 
     def get_state(self) -> dict[str, Any]:
         """The episode in RLlib's state layout (what RLlib msgpacks into episode files)."""
-        return {
-            "id_": self.id_,
-            "agent_id": self.agent_id,
-            "module_id": self.module_id,
-            "multi_agent_episode_id": self.multi_agent_episode_id,
-            "observations": self.observations.get_state(),
-            "actions": self.actions.get_state(),
-            "rewards": self.rewards.get_state(),
-            "infos": self.infos.get_state(),
-            "extra_model_outputs": {key: buffer.get_state()
-                                    for key, buffer in self.extra_model_outputs.items()} or None,
-            "is_terminated": self.is_terminated,
-            "is_truncated": self.is_truncated,
-            "t_started": self.t_started,
-            "t": self.t,
-            "_observation_space": space_to_dict(self._observation_space),
-            "_action_space": space_to_dict(self._action_space),
-            "_start_time": self._start_time,
-            "_last_step_time": self._last_step_time,
-            "custom_data": self.custom_data,
-        }
+        return episode_state(self)
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:
@@ -414,10 +393,3 @@ class SingleAgentEpisode:
         return (f"SingleAgentEpisode(id_={self.id_!r}, t_started={self.t_started}, "
                 f"len={len(self)}, terminated={bool(self.is_terminated)}, "
                 f"truncated={bool(self.is_truncated)}, return={self.get_return():g})")
-
-
-def _as_buffer(data: Any, lookback: int, space: gym.Space | None = None
-               ) -> InfiniteLookbackBuffer:
-    if isinstance(data, InfiniteLookbackBuffer):
-        return data
-    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)

@@ -1,5 +1,5 @@
-"""Reading an episode state (RLlib's ``SingleAgentEpisode.get_state()`` layout) safely: every
-field checked, buffers and spaces rebuilt, nothing executed.
+"""An episode's state (RLlib's ``SingleAgentEpisode.get_state()`` layout): written from an
+episode, and read safely (every field checked, buffers and spaces rebuilt, nothing executed).
 
 Example:
     >>> fields = read_episode_state({"is_terminated": True})
@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from offline_rl.episodes.lookback import InfiniteLookbackBuffer
-from offline_rl.spaces import space_from_dict
+from offline_rl.spaces import space_from_dict, space_to_dict
 
 #: Keys of ``get_state()``, in RLlib's order.
 STATE_KEYS = (
@@ -24,6 +24,31 @@ STATE_KEYS = (
     "rewards", "infos", "extra_model_outputs", "is_terminated", "is_truncated", "t_started", "t",
     "_observation_space", "_action_space", "_start_time", "_last_step_time", "custom_data",
 )
+
+
+def episode_state(episode: Any) -> dict[str, Any]:
+    """``episode`` (a ``SingleAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``."""
+    return {
+        "id_": episode.id_,
+        "agent_id": episode.agent_id,
+        "module_id": episode.module_id,
+        "multi_agent_episode_id": episode.multi_agent_episode_id,
+        "observations": episode.observations.get_state(),
+        "actions": episode.actions.get_state(),
+        "rewards": episode.rewards.get_state(),
+        "infos": episode.infos.get_state(),
+        "extra_model_outputs": {key: buffer.get_state()
+                                for key, buffer in episode.extra_model_outputs.items()} or None,
+        "is_terminated": episode.is_terminated,
+        "is_truncated": episode.is_truncated,
+        "t_started": episode.t_started,
+        "t": episode.t,
+        "_observation_space": space_to_dict(episode.observation_space),
+        "_action_space": space_to_dict(episode.action_space),
+        "_start_time": episode._start_time,
+        "_last_step_time": episode._last_step_time,
+        "custom_data": episode.custom_data,
+    }
 
 
 def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:

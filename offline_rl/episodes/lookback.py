@@ -243,3 +243,12 @@ class InfiniteLookbackBuffer:
             raise ValueError(f"values {values!r} are outside the space {self.space}")
         hot = np.eye(n, dtype=np.float32)[codes]
         return list(hot) if isinstance(values, list) else hot
+
+
+def as_lookback_buffer(data: Any, lookback: int, space: gym.Space | None = None
+                       ) -> InfiniteLookbackBuffer:
+    """``data`` itself when it is a buffer, else a buffer of it whose first ``lookback`` items
+    are the lookback."""
+    if isinstance(data, InfiniteLookbackBuffer):
+        return data
+    return InfiniteLookbackBuffer(data, lookback=lookback, space=space)

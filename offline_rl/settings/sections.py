@@ -44,6 +44,24 @@ class ConfigSections(SectionGroup):
     rl_module: RLModuleConfig = field(default_factory=RLModuleConfig)
     debugging: DebuggingConfig = field(default_factory=DebuggingConfig)
 
+    def problems(self) -> list[tuple[str, str]]:
+        """``(field, problem)`` for each invalid field: each section's own checks, then those
+        spanning sections."""
+        problems = [problem for section in self for problem in section.problems()]
+        evaluation = self.evaluation
+        if evaluation.evaluation_interval is not None and self.environment.env is None \
+                and not evaluation.off_policy_estimation_methods:
+            problems.append(("evaluation_interval", "evaluation needs an env (config."
+                             "environment(env=...)) or off_policy_estimation_methods with "
+                             "held-out data"))
+        n_step, _ = self.hyperparameters.n_step_returns()
+        if isinstance(n_step, int) and n_step > 1 and not self.offline_data.reads_episodes:
+            problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "
+                             "offline_data(input_read_episodes=True) (or SampleBatch JSON with "
+                             "input_read_sample_batches=True); tabular rows are single "
+                             "transitions (offline-rl convert turns them into episodes)"))
+        return problems
+
     def parts(self, name: str) -> list[Section]:
         """The section objects behind one section of ``to_dict``'s layout."""
         if name == "training":
