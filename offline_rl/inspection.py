@@ -73,7 +73,7 @@ def dataset_files(input_: str | Sequence[str], filesystem: pafs.FileSystem | Non
     kinds = {type(found.filesystem).__name__ for found in listing}
     if len(kinds) > 1:
         raise ConfigError(f"the input paths are on different filesystems ({sorted(kinds)}); "
-                         "read them separately")
+                         "inspect or convert them separately")
     skipped = [entry for found in listing for entry in found.skipped]
     if skipped:
         warnings.warn(f"skipped {len(skipped)} file(s) under {input_!r} that cannot be read: "

@@ -11,9 +11,9 @@ them) and lists each path's data files by one rule on every filesystem:
 * an entry of the folder itself whose name starts with ``.`` or ``_`` is no data, nor is
   anything under it (``.offline-rl/``, ``_SUCCESS``, ``_temporary/``: as Ray Data reads a
   folder), nor is the dataset card ``dataset.json`` beside the data;
-* a glob's wildcard matches no such hidden name either unless the pattern spells its first
-  character (``_*``), so that ``data/*`` names the files ``data`` does; a glob matching
-  nothing is a ``DataNotFoundError``, as is a missing path;
+* a glob's wildcard matches no such name either unless the pattern spells it (a hidden name's
+  first character: ``_*``; the card's whole name), so that ``data/*`` names the files
+  ``data`` does; a glob matching nothing is a ``DataNotFoundError``, as is a missing path;
 * a folder named as a data file (Spark's ``x.parquet/part-0.parquet``) is read through; one
   holding no data files is a ``DataFormatError``, as is a FIFO, socket or device named as a
   data file, or a file over ``MAX_DATA_FILE_BYTES``;
@@ -102,12 +102,13 @@ def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
     Without a filesystem, local globs are expanded and URIs are kept as they are (Ray Data
     resolves them); with one, every path is on that filesystem and globs are matched against
     its listing (scheme kept). A wildcard matches no name starting with ``.`` or ``_`` unless
-    the pattern spells that character. A glob matching nothing is an error.
+    the pattern spells that character, nor the card ``dataset.json``. A glob matching nothing
+    is an error.
 
     Example:
         >>> import tempfile
         >>> folder = tempfile.mkdtemp()
-        >>> for name in ("b.parquet", "a.parquet", "_SUCCESS", "_b.parquet"):
+        >>> for name in ("b.parquet", "a.parquet", "_SUCCESS", "_b.parquet", "dataset.json"):
         ...     open(os.path.join(folder, name), "w").close()
         >>> [os.path.basename(path) for path in input_paths(f"{folder}/*")]
         ['a.parquet', 'b.parquet']
@@ -131,10 +132,13 @@ def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
 
 
 def _spelled(name: str, part: str) -> bool:
-    """Whether the pattern ``part`` matches ``name``, a hidden name only when ``part`` spells
-    its first character."""
-    return fnmatchcase(name, part) and (not name.startswith(HIDDEN_PREFIXES)
-                                        or part.startswith(name[0]))
+    """Whether the pattern ``part`` matches ``name``; a name that is no data only when ``part``
+    spells it (a hidden name's first character, the card's whole name)."""
+    if not fnmatchcase(name, part):
+        return False
+    if name == CARD_NAME:
+        return part == CARD_NAME
+    return not name.startswith(HIDDEN_PREFIXES) or part.startswith(name[0])
 
 
 def _glob_local(pattern: str) -> list[str]:
@@ -143,7 +147,7 @@ def _glob_local(pattern: str) -> list[str]:
     parts = pattern.split(os.sep)
     return sorted(match for match in glob.glob(pattern, recursive=True)
                   if all(any(_spelled(name, part) for part in parts)
-                         for name in match.split(os.sep) if name.startswith(HIDDEN_PREFIXES)))
+                         for name in match.split(os.sep) if _no_data(name)))
 
 
 def _glob_filesystem(pattern: str, filesystem: pafs.FileSystem) -> list[str]:
