@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -39,9 +38,14 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.input_files import list_data_files
+from offline_rl.data.input_files import (
+    JSON_SUFFIXES,
+    PARQUET_SUFFIXES,
+    READ_METHOD_SUFFIXES,
+    list_data_files,
+)
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.checks import check_actions, observations_outside
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.episode_rows import DONES
@@ -49,64 +53,33 @@ from offline_rl.formats.json_nesting import MAX_JSON_DEPTH, deeper_than
 from offline_rl.formats.tabular import column_to_numpy
 from offline_rl.statistics import episode_statistics
 
-#: The dataset card ``offline-rl datasets make`` writes next to the data; never data itself.
-CARD_NAME = "dataset.json"
-PARQUET_SUFFIXES = (".parquet",)
-JSON_SUFFIXES = (".json", ".jsonl")
-#: ``input_read_method`` values ``inspect_dataset`` understands, and the files each reads.
-READ_METHODS = {"read_parquet": PARQUET_SUFFIXES, "read_json": JSON_SUFFIXES}
 
-
-def locate(path: str, filesystem: str | pafs.FileSystem | None = None
-           ) -> tuple[pafs.FileSystem, str]:
-    """The filesystem ``path`` is on and the path as that filesystem names it.
-
-    ``filesystem`` is a pyarrow filesystem or a name (``"s3"``, ``"gcs"``, ``"abs"``); without
-    one, URIs pick their filesystem from the scheme and other paths are local.
+def dataset_files(input_: str | Sequence[str], filesystem: pafs.FileSystem | None,
+                  suffixes: Sequence[str]) -> tuple[pafs.FileSystem, list[pafs.FileInfo]]:
+    """The filesystem and the data files (path and size of each) of every path of ``input_``
+    (globs expanded) on ``filesystem``, as ``list_data_files`` lists them; broken symlinks are
+    skipped with a warning naming them. Paths on different filesystems are a ``ConfigError``.
 
     Example:
-        >>> fs, located = locate("s3://bucket/data", pafs.LocalFileSystem())
-        >>> type(fs).__name__, located
-        ('LocalFileSystem', 'bucket/data')
-    """
-    resolved = resolve_filesystem(filesystem)
-    if resolved is not None:
-        return resolved, filesystem_path(path, resolved)
-    if is_uri(path):
-        return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(path)
-
-
-def find_data_files(path: str, filesystem: pafs.FileSystem,
-                    suffixes: Sequence[str] = PARQUET_SUFFIXES + JSON_SUFFIXES
-                    ) -> list[pafs.FileInfo]:
-    """The data files at ``path`` on ``filesystem`` (path and size of each): the file itself,
-    or the files under the folder (recursively) whose names end with one of ``suffixes``,
-    sorted by path. Names starting with ``.`` or ``_`` (temporary and metadata files, which Ray
-    Data skips too) and the dataset card ``dataset.json`` are left out. Each file is checked to
-    be a regular file inside the folder within the size cap (``list_data_files``: a symlink
-    leading outside, a FIFO or folder named as a data file is a ``DataFormatError``); broken
-    symlinks are skipped with a warning naming them. A missing path raises
-    ``FileNotFoundError``.
-
-    Example:
-        >>> import tempfile
+        >>> import os, tempfile
         >>> folder = tempfile.mkdtemp()
         >>> for name in ("b.parquet", "a.json", "dataset.json", ".a.parquet.tmp"):
         ...     open(os.path.join(folder, name), "w").close()
-        >>> [os.path.basename(f.path) for f in find_data_files(folder, pafs.LocalFileSystem())]
+        >>> fs, files = dataset_files(folder, None, (".parquet", ".json"))
+        >>> [os.path.basename(f.path) for f in files]
         ['a.json', 'b.parquet']
     """
-    try:
-        found = list_data_files(path, filesystem, path, tuple(suffixes), hidden=False)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path!r} does not exist on {type(filesystem).__name__}; "
-                                "check the path (and the filesystem it is on)") from None
-    if found.skipped:
-        warnings.warn(f"skipped {len(found.skipped)} file(s) under {path!r} that cannot be "
-                      f"read: {'; '.join(found.skipped)}. Fix or remove them", stacklevel=2)
-    files = [file for file in found.files if os.path.basename(file) != CARD_NAME]
-    return filesystem.get_file_info(files)
+    listing = list_data_files(input_, filesystem, suffixes)
+    kinds = {type(found.filesystem).__name__ for found in listing}
+    if len(kinds) > 1:
+        raise ConfigError(f"the input paths are on different filesystems ({sorted(kinds)}); "
+                         "inspect or convert them separately")
+    skipped = [entry for found in listing for entry in found.skipped]
+    if skipped:
+        warnings.warn(f"skipped {len(skipped)} file(s) under {input_!r} that cannot be read: "
+                      f"{'; '.join(skipped)}. Fix or remove them", stacklevel=2)
+    fs = listing[0].filesystem if listing else pafs.LocalFileSystem()
+    return fs, fs.get_file_info([file for found in listing for file in found.files])
 
 
 def inspect_dataset(path: str, *, input_read_method: str | None = None,
@@ -135,12 +108,13 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
         >>> summary["format"], summary["episodes"], summary["incomplete_episodes"]
         ('sample_batch_json', 30, 0)
     """
-    fs, located = locate(path, filesystem)
-    if input_read_method is not None and input_read_method not in READ_METHODS:
+    if input_read_method is not None and input_read_method not in READ_METHOD_SUFFIXES:
         raise ConfigError(f"input_read_method={input_read_method!r} cannot be inspected; use one "
-                         f"of {sorted(READ_METHODS)} or None to tell the format from the files")
-    suffixes = READ_METHODS.get(input_read_method, PARQUET_SUFFIXES + JSON_SUFFIXES)
-    files = [info.path for info in find_data_files(located, fs, suffixes)]
+                         f"of {sorted(READ_METHOD_SUFFIXES)} or None to tell the format from the "
+                         "files")
+    suffixes = READ_METHOD_SUFFIXES.get(input_read_method, PARQUET_SUFFIXES + JSON_SUFFIXES)
+    fs, infos = dataset_files(path, resolve_filesystem(filesystem), suffixes)
+    files = [info.path for info in infos]
     if not files:
         raise DataFormatError(f"no data files ({', '.join('*' + s for s in suffixes)}) under "
                               f"{path!r}; point the path at a recorded dataset")
@@ -297,7 +271,7 @@ def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, di
     skipped); a line that is not a JSON object with ``rewards`` raises ``DataFormatError``.
 
     Example:
-        >>> import tempfile
+        >>> import os, tempfile
         >>> file = os.path.join(tempfile.mkdtemp(), "batches.json")
         >>> with open(file, "w") as out:
         ...     for line in ('{"type": "SampleBatch", "rewards": [1, 0.5]}', "", '{"rewards": []}'):

@@ -14,13 +14,15 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 import ray
 
 from offline_rl import BCConfig
-from offline_rl.data.input_files import MAX_DATA_FILE_BYTES_ENV
-from offline_rl.data.input_reader import read_input
+from offline_rl.data.input_files import MAX_DATA_FILE_BYTES_ENV, input_paths, list_data_files
+from offline_rl.data.input_locator import files_without
+from offline_rl.data.input_reader import check_json_files, check_parquet_columns, read_input
 from offline_rl.errors import DataFormatError
 from offline_rl.inspection import inspect_dataset
 
@@ -131,3 +133,38 @@ def test_a_read_that_crashes_its_process_is_not_retried_without_end(ray_session,
     with pytest.raises(ray.exceptions.RayError, match="worker died|crashed|SIGSEGV|exited"):
         read_input(config).materialize()
     assert time.monotonic() - started < 120
+
+
+def test_every_reader_leaves_out_the_same_files(folder):
+    # Issue 36: the pipeline's checks, the row locator and inspect list files by one rule; the
+    # checks used to open hidden files Ray Data never reads (a FIFO there hung them).
+    (folder / "_SUCCESS").write_text("")
+    (folder / "dataset.json").write_text('{"env": "CartPole-v1"}')
+    (folder / ".offline-rl").mkdir()
+    (folder / ".offline-rl" / "run.json").write_text(DEEP_LINE)
+    os.mkfifo(folder / ".part-1.parquet")
+    (found,) = list_data_files(str(folder), None, (".parquet", ".json"))
+    assert found.files == [str(folder / "part-0.parquet")]
+    check_parquet_columns([str(folder)], None, {}, None)
+    check_json_files([str(folder)], None)
+    assert files_without([str(folder)], None, "obs") == []
+    assert inspect_dataset(str(folder))["files"] == 1
+    assert input_paths(str(folder / "*")) == [str(folder / "part-0.parquet")]
+
+
+def test_other_filesystems_list_by_the_same_rules(folder):
+    spark = folder / "more.parquet"  # a folder named as a data file, read through
+    spark.mkdir()
+    shutil.copy(folder / "part-0.parquet", spark / "part-0.parquet")
+    (folder / "_temporary").mkdir()
+    shutil.copy(folder / "part-0.parquet", folder / "_temporary" / "part-9.parquet")
+    other = pafs.SubTreeFileSystem(str(folder.parent), pafs.LocalFileSystem())
+    (local,) = list_data_files(str(folder), None, (".parquet",))
+    (remote,) = list_data_files("data", other, (".parquet",))
+    assert remote.files == ["data/more.parquet/part-0.parquet", "data/part-0.parquet"]
+    assert local.files == [str(folder.parent / file) for file in remote.files]
+    assert input_paths("data/*", other) == ["data/more.parquet", "data/part-0.parquet"]
+    (folder / "empty.parquet").mkdir()
+    for path, filesystem in ((str(folder), None), ("data", other)):
+        with pytest.raises(DataFormatError, match=r"empty\.parquet is a folder holding no data"):
+            list_data_files(path, filesystem, (".parquet",))

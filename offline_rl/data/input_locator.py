@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,10 +20,9 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import looks_compressed
-from offline_rl.data.input_files import read_method_suffixes
-from offline_rl.data.input_reader import data_files, input_paths
+from offline_rl.data.input_files import input_paths, list_data_files, read_method_suffixes
 from offline_rl.errors import DataFormatError, error_chain
-from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.tabular import column_to_numpy
 
 if TYPE_CHECKING:
@@ -33,22 +32,13 @@ if TYPE_CHECKING:
 SEARCH_BUDGET_S = 60.0
 
 
-def input_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                read_method: str = "read_parquet") -> Iterator[tuple[str, pafs.FileSystem, str]]:
-    """``(shown, filesystem, path)`` of each input file, sorted within each input path:
-    ``shown`` as the user wrote it (``s3://bucket/key`` stays so), ``path`` as ``filesystem``
-    opens it."""
-    suffixes = read_method_suffixes(read_method)
-    for path in paths:
-        if filesystem is not None:
-            fs, located = filesystem, filesystem_path(path, filesystem)
-        elif is_uri(path):
-            fs, located = pafs.FileSystem.from_uri(path)
-        else:
-            fs, located = pafs.LocalFileSystem(), path
-        scheme = path[: len(path) - len(located)] if path.endswith(located) else ""
-        for file in data_files(path, fs, located, suffixes):
-            yield scheme + file, fs, file
+def _input_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                 read_method: str = "read_parquet") -> list[tuple[str, pafs.FileSystem, str]]:
+    """``(shown, filesystem, path)`` of each input file (``list_data_files``): ``shown`` as the
+    user named it (``s3://bucket/key`` stays so), ``path`` as ``filesystem`` opens it."""
+    return [(found.shown(file), found.filesystem, file)
+            for found in list_data_files(paths, filesystem, read_method_suffixes(read_method))
+            for file in found.files]
 
 
 def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,
@@ -56,7 +46,7 @@ def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,
     """``"<file>, row <n>"`` (counted from 0 in that file) of the first row whose columns hold
     ``identity``'s values (``{"eps_id": "e3", "t": 17}``, or arrays: ``{"obs": [...]}``, NaN
     equal to NaN), reading only those columns; ``None`` when no file has it."""
-    for shown, fs, path in input_files(paths, filesystem):
+    for shown, fs, path in _input_files(paths, filesystem):
         try:
             table = pq.read_table(path, filesystem=fs, columns=list(identity))
             match = np.ones(table.num_rows, dtype=bool)
@@ -81,7 +71,7 @@ def _holds(values: np.ndarray, value: Any) -> np.ndarray:
 def files_without(paths: list[str], filesystem: pafs.FileSystem | None,
                   column: str) -> list[str]:
     """The Parquet input files whose footer has no ``column``."""
-    return [shown for shown, fs, path in input_files(paths, filesystem)
+    return [shown for shown, fs, path in _input_files(paths, filesystem)
             if column not in pq.read_schema(path, filesystem=fs).names]
 
 
@@ -185,7 +175,7 @@ def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read
     if reader is None:
         return None
     deadline = time.monotonic() + budget_s
-    for shown, fs, path in input_files(paths, filesystem, read_method):
+    for shown, fs, path in _input_files(paths, filesystem, read_method):
         if time.monotonic() > deadline:
             return None
         damage = reader(fs, path)

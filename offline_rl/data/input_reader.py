@@ -8,12 +8,10 @@ resolves itself, or paths on a filesystem named by ``input_filesystem`` (``"s3"`
 from __future__ import annotations
 
 import copy
-import glob
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -24,8 +22,14 @@ import pyarrow.parquet as pq
 import ray.data
 
 from offline_rl.columns import Columns
-from offline_rl.data.input_files import list_data_files
-from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
+from offline_rl.data.input_files import (
+    JSON_SUFFIXES,
+    PARQUET_SUFFIXES,
+    DataFiles,
+    input_paths,
+    list_data_files,
+)
+from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.parquet_footer import FooterCaps, check_footer
@@ -36,56 +40,10 @@ from offline_rl.placement import current_placement_group
 if TYPE_CHECKING:
     from offline_rl.data.data_config import DataConfig
 
-_GLOB_CHARS = frozenset("*?[")
 #: Set to "1" to read Parquet with Ray Data's newer datasource (slower to start on small data).
 DATASOURCE_V2_ENV = "RAY_DATA_USE_DATASOURCE_V2"
 #: Times a read task that failed (its process crashed, or its node was lost) is tried again.
 READ_MAX_RETRIES = 3
-
-
-def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
-                filesystem: pafs.FileSystem | None = None) -> list[str]:
-    """``input_`` as a list of paths, globs (``*``, ``?``, ``[...]``) expanded and sorted.
-
-    Without a filesystem, local globs are expanded and URIs are kept as they are; with one,
-    every path is on that filesystem and globs are matched against its listing (scheme kept).
-    A glob matching nothing is an error.
-    """
-    items = [input_] if isinstance(input_, str | os.PathLike) else list(input_)
-    paths: list[str] = []
-    for item in items:
-        path = os.fspath(item)
-        if not _GLOB_CHARS & set(path) or (filesystem is None and is_uri(path)):
-            paths.append(path)
-            continue
-        matches = (_glob_local(path) if filesystem is None
-                   else _glob_filesystem(path, filesystem))
-        if not matches:
-            raise DataNotFoundError(f"input_ pattern {path!r} matches no files or folders; fix "
-                                    "the pattern or list the paths")
-        paths.extend(matches)
-    return paths
-
-
-def _glob_local(pattern: str) -> list[str]:
-    if os.path.exists(pattern):  # a file whose name has a glob character
-        return [pattern]
-    return sorted(glob.glob(pattern, recursive=True))
-
-
-def _glob_filesystem(pattern: str, filesystem: pafs.FileSystem) -> list[str]:
-    """Files and folders on ``filesystem`` matching ``pattern`` part by part (``*`` stays
-    within one folder level)."""
-    scheme = pattern[: len(pattern) - len(filesystem_path(pattern, filesystem))]
-    parts = filesystem_path(pattern, filesystem).split("/")
-    first = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
-    selector = pafs.FileSelector("/".join(parts[:first]), allow_not_found=True,
-                                 recursive=first < len(parts) - 1)
-    return sorted(
-        scheme + info.path for info in filesystem.get_file_info(selector)
-        if len(info.path.split("/")) == len(parts)
-        and all(fnmatchcase(name, part) for name, part in zip(info.path.split("/"), parts))
-    )
 
 
 def resolve_read_method(method: str | Callable[..., ray.data.Dataset]
@@ -120,21 +78,14 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
     files."""
     schema = resolve_schema(schema_overrides)
     footers: dict[str, pa.Schema] = {}
-    for path in paths:
-        if filesystem is None and is_uri(path):
-            continue
-        fs = filesystem or pafs.LocalFileSystem()
-        located = filesystem_path(path, filesystem)
-        files = data_files(path, fs, located)
-        if not files:
-            raise DataFormatError(_no_parquet(path, fs, located))
-        scheme = path[: len(path) - len(located)]
-        footers[scheme + files[0]] = _check_file(scheme + files[0], fs, files[0], schema,
-                                                 observation_space, caps)
+    for found in _checked_files(paths, filesystem, PARQUET_SUFFIXES):
+        first, fs = _first_file(found), found.filesystem
+        footers[found.shown(first)] = _check_file(found.shown(first), fs, first, schema,
+                                                  observation_space, caps)
         if isinstance(fs, pafs.LocalFileSystem):
-            for file in files[1:]:
-                footers[file] = _read_schema(file, fs, file, caps)
-                _check_columns(file, footers[file], schema)
+            for file in found.files[1:]:
+                footers[found.shown(file)] = _read_schema(found.shown(file), fs, file, caps)
+                _check_columns(found.shown(file), footers[found.shown(file)], schema)
     return shared_columns(footers)
 
 
@@ -182,46 +133,45 @@ def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None,
     columns are checked later: episodes, SampleBatches) and on footers ``check_footer``
     refuses (the first file's per path; every file's when local); URIs without a filesystem
     are left to Ray Data."""
-    for path in paths:
-        if filesystem is None and is_uri(path):
-            continue
-        fs = filesystem or pafs.LocalFileSystem()
-        located = filesystem_path(path, filesystem)
-        files = data_files(path, fs, located)
-        if not files:
-            raise DataFormatError(_no_parquet(path, fs, located))
-        scheme = path[: len(path) - len(located)]
-        _read_schema(scheme + files[0], fs, files[0], caps)
+    for found in _checked_files(paths, filesystem, PARQUET_SUFFIXES):
+        first, fs = _first_file(found), found.filesystem
+        _read_schema(found.shown(first), fs, first, caps)
         if isinstance(fs, pafs.LocalFileSystem):
-            for file in files[1:]:
-                _read_schema(file, fs, file, caps)
+            for file in found.files[1:]:
+                _read_schema(found.shown(file), fs, file, caps)
 
 
 def check_json_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
     """Scans every JSON input file (URIs without a filesystem are left to Ray Data) for
     nesting deeper than ``MAX_JSON_DEPTH`` before Arrow's JSON reader, which would crash on
     it, parses any: ``DataFormatError`` naming the file and line."""
-    for path in paths:
-        if filesystem is None and is_uri(path):
-            continue
-        fs = filesystem or pafs.LocalFileSystem()
-        located = filesystem_path(path, filesystem)
-        scheme = path[: len(path) - len(located)]
-        for file in data_files(path, fs, located, (".json", ".jsonl")):
-            with fs.open_input_stream(file) as stream:
-                check_json_nesting(stream, scheme + file)
+    for found in _checked_files(paths, filesystem, JSON_SUFFIXES):
+        for file in found.files:
+            with found.filesystem.open_input_stream(file) as stream:
+                check_json_nesting(stream, found.shown(file))
 
 
-def _no_parquet(path: str, fs: pafs.FileSystem, located: str) -> str:
-    """Why ``path`` cannot be read with ``read_parquet``, and what reads it instead."""
+def _checked_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                   suffixes: tuple[str, ...] | None) -> list[DataFiles]:
+    """The data files of each input path checked here: all but URIs without a filesystem,
+    which Ray Data resolves itself."""
+    return list_data_files([path for path in paths if filesystem is not None or not is_uri(path)],
+                           filesystem, suffixes)
+
+
+def _first_file(found: DataFiles) -> str:
+    """The first Parquet file of an input path, which must hold one."""
+    if found.files:
+        return found.files[0]
     json_files = [os.path.basename(file) for file in
-                  list_data_files(path, fs, located, (".json", ".jsonl")).files]
+                  list_data_files(found.path, found.filesystem, JSON_SUFFIXES)[0].files]
     if json_files:
         shown = ", ".join(json_files[:3]) + (", ..." if len(json_files) > 3 else "")
-        return (f"no Parquet files (*.parquet) under {path!r}, but JSON files ({shown}): read "
-                "them with config.offline_data(input_read_method='read_json')")
-    return (f"no Parquet files (*.parquet) under {path!r}; point input_ at a folder of Parquet "
-            "files or set input_read_method")
+        raise DataFormatError(
+            f"no Parquet files (*.parquet) under {found.path!r}, but JSON files ({shown}): read "
+            "them with config.offline_data(input_read_method='read_json')")
+    raise DataFormatError(f"no Parquet files (*.parquet) under {found.path!r}; point input_ at "
+                          "a folder of Parquet files or set input_read_method")
 
 
 def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: int, *,
@@ -230,36 +180,13 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
     """The input's first file and up to ``num_rows`` of its first rows (of ``columns``, or all;
     those ``row_filter`` keeps), read with pyarrow in this process (``None`` for URIs left to
     Ray Data, and for no rows)."""
-    path = paths[0]
-    if filesystem is None and is_uri(path):
+    listing = _checked_files(paths[:1], filesystem, PARQUET_SUFFIXES)
+    if not listing or not listing[0].files:
         return None
-    fs = filesystem or pafs.LocalFileSystem()
-    located = filesystem_path(path, filesystem)
-    files = data_files(path, fs, located)
-    if not files:
-        return None
-    shown = path[: len(path) - len(located)] + files[0]
-    table = pads.dataset(files[0], filesystem=fs, format="parquet").head(
+    found, file = listing[0], listing[0].files[0]
+    table = pads.dataset(file, filesystem=found.filesystem, format="parquet").head(
         num_rows, columns=columns, filter=row_filter)
-    return (shown, table) if table.num_rows else None
-
-
-def data_files(path: str, fs: pafs.FileSystem, located: str,
-               suffixes: tuple[str, ...] | None = (".parquet",)) -> list[str]:
-    """``located`` itself if it is a file, else the files under it whose names end with one of
-    ``suffixes`` (default: Parquet; ``None``: any name), sorted; each checked to be a regular
-    file inside the folder within the size cap (``list_data_files``), broken symlinks left
-    out (``check_input_files`` names them). ``path`` is how the user gave it, for messages."""
-    try:
-        return list_data_files(path, fs, located, suffixes).files
-    except DataNotFoundError:
-        raise
-    except FileNotFoundError as error:
-        raise DataNotFoundError(_not_found(path, fs)) from error
-    except OSError as error:
-        raise DataNotFoundError(
-            f"cannot read input_={path!r} through {type(fs).__name__}: {error}. Check the path "
-            "and input_filesystem_kwargs (endpoint, credentials, region)") from error
+    return (found.shown(file), table) if table.num_rows else None
 
 
 def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
@@ -268,18 +195,8 @@ def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
     Data), so that a file that is no regular file inside its folder, or is over the size cap,
     fails here naming it; returns the files skipped (broken or looping symlinks, folders that
     cannot be listed), each with why, after a warning naming them."""
-    skipped: list[str] = []
-    for path in paths:
-        if filesystem is None and is_uri(path):
-            continue
-        fs = filesystem or pafs.LocalFileSystem()
-        try:
-            skipped += list_data_files(path, fs, filesystem_path(path, filesystem),
-                                       suffixes).skipped
-        except DataNotFoundError:
-            raise
-        except FileNotFoundError as error:
-            raise DataNotFoundError(_not_found(path, fs)) from error
+    skipped = [entry for found in _checked_files(paths, filesystem, suffixes)
+               for entry in found.skipped]
     if skipped:
         shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
                                           if len(skipped) > 5 else "")
@@ -287,14 +204,6 @@ def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
                       "Fix or remove them (they are counted in result['data']['dropped']"
                       "['skipped_files'])", stacklevel=3)
     return skipped
-
-
-def _not_found(path: str, fs: pafs.FileSystem) -> str:
-    if isinstance(fs, pafs.LocalFileSystem):
-        return (f"input_={path!r} does not exist; record a dataset first "
-                "(offline-rl datasets make ...) or fix the path")
-    return (f"input_={path!r} does not exist on {type(fs).__name__} (no such bucket, key or "
-            "prefix); fix the path or input_filesystem_kwargs")
 
 
 def _read_schema(shown: str, fs: pafs.FileSystem, file: str,

@@ -47,19 +47,18 @@ import ray.data
 
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.data.input_reader import input_paths
+from offline_rl.data.input_files import (
+    JSON_SUFFIXES,
+    PARQUET_SUFFIXES,
+    list_data_files,
+    locate,
+)
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.filesystems import is_uri, resolve_filesystem
 from offline_rl.formats.episode_input import sample_batch_to_episodes
 from offline_rl.formats.tabular import missing_columns, resolve_schema
-from offline_rl.inspection import (
-    JSON_SUFFIXES,
-    PARQUET_SUFFIXES,
-    find_data_files,
-    json_lines,
-    locate,
-)
+from offline_rl.inspection import dataset_files, json_lines
 from offline_rl.recording.episode_assembly import (
     COMPLETE,
     EPISODE_ID,
@@ -230,18 +229,12 @@ def _check_incomplete(incomplete: str) -> None:
 def _input_files(input_: str | list[str], filesystem: str | pafs.FileSystem | None,
                  suffixes: Sequence[str], kind: str
                  ) -> tuple[pafs.FileSystem, list[pafs.FileInfo]]:
-    """The filesystem and the sorted data files of every input path (globs expanded)."""
-    resolved = resolve_filesystem(filesystem)
-    located = [locate(path, resolved) for path in input_paths(input_, resolved)]
-    kinds = {type(fs).__name__ for fs, _ in located}
-    if len(kinds) > 1:
-        raise ConfigError(f"the input paths are on different filesystems ({sorted(kinds)}); "
-                         "convert them separately")
-    files = [file for fs, path in located for file in find_data_files(path, fs, suffixes)]
+    """The filesystem and the sorted data files of every input path, which must hold some."""
+    fs, files = dataset_files(input_, resolve_filesystem(filesystem), suffixes)
     if not files:
         raise DataFormatError(f"no {kind} files under {input_!r}; point input_ at the recorded "
                               "data")
-    return located[0][0], files
+    return fs, files
 
 
 def _check_tabular_columns(file: str, fs: pafs.FileSystem, schema: Mapping[str, str]) -> None:
@@ -269,7 +262,7 @@ def _prepare_output(output: str, filesystem: str | pafs.FileSystem | None, overw
                     ) -> tuple[pafs.FileSystem, str]:
     """Creates ``output`` unless it exists; refuses (``OutputError``) a file, or a folder that
     holds files, unless ``overwrite`` (see ``output_folder.claim_output_folder``)."""
-    fs, path = locate(output, filesystem)
+    fs, path = locate(output, resolve_filesystem(filesystem))
     claim_output_folder(output, fs, path, writer="convert", overwrite=overwrite)
     return fs, path
 
@@ -292,9 +285,10 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
         if kept.any():
             episodes.map_batches(_kept_items, batch_format="pyarrow").write_parquet(
                 staging, filesystem=fs, **sizes)
-            for number, info in enumerate(find_data_files(staging, fs, PARQUET_SUFFIXES)):
+            (written,) = list_data_files(staging, fs, PARQUET_SUFFIXES)
+            for number, file in enumerate(written.files):
                 files.append(f"{path}/episodes-{run_id}-{number:05d}.parquet")
-                fs.move(info.path, files[-1])
+                fs.move(file, files[-1])
     finally:
         if fs.get_file_info(staging).type == pafs.FileType.Directory:
             fs.delete_dir(staging)
