@@ -220,7 +220,7 @@ def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_confi
     part_rows = ROWS // PARTS
 
     def count(**options) -> int:
-        return read_input(bc_config.copy().offline_data(**options)).count()
+        return read_input(bc_config.copy().offline_data(**options).data_config(SPACES)).count()
 
     assert count(input_=[f"{s3_data}/parts/part-0.parquet", f"{BUCKET}/parts/part-3.parquet"],
                  **s3) == 2 * part_rows

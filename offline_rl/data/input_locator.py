@@ -84,7 +84,7 @@ class RowLocator:
         >>> import pyarrow as pa
         >>> from offline_rl.columns import SCHEMA
         >>> from offline_rl.data.data_config import DataConfig
-        >>> locator = RowLocator(DataConfig(input_=None), SCHEMA, "rows read")
+        >>> locator = RowLocator(DataConfig(), SCHEMA, "rows read")
         >>> locator.place(pa.table({"eps_id": ["e3"], "t": [17]}))(0)
         "the row with eps_id='e3', t=17"
     """
@@ -148,14 +148,15 @@ class RowLocator:
                                f"{self.place(table)(row)}; fill it or drop the row")
 
     def _reads_parquet(self) -> bool:
-        return self.config.input_read_method == "read_parquet" and self.config.input_ is not None
+        options = self.config.offline_data
+        return options.input_read_method == "read_parquet" and options.input_ is not None
 
     def _filesystem(self) -> pafs.FileSystem | None:
-        return resolve_filesystem(self.config.input_filesystem,
-                                  self.config.input_filesystem_kwargs)
+        return resolve_filesystem(self.config.offline_data.input_filesystem,
+                                  self.config.offline_data.input_filesystem_kwargs)
 
     def _paths(self) -> list[str]:
-        return input_paths(self.config.input_, self._filesystem())
+        return input_paths(self.config.offline_data.input_, self._filesystem())
 
 
 def read_failure(error: BaseException) -> BaseException | None:

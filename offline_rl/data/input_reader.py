@@ -312,23 +312,25 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
     ``ray.data.read_*`` method's read tasks are retried at most ``READ_MAX_RETRIES`` times
     (Ray Data's default is without end, so a reader that crashes on a file never stops),
     unless ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
-    read = resolve_read_method(config.input_read_method)
-    filesystem = resolve_filesystem(config.input_filesystem, config.input_filesystem_kwargs)
-    kwargs = dict(config.input_read_method_kwargs)
+    options = config.offline_data
+    read = resolve_read_method(options.input_read_method)
+    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
+    kwargs = dict(options.input_read_method_kwargs)
     if filesystem is not None:
         if "filesystem" in kwargs:
             raise ConfigError("the filesystem is set twice: give it as input_filesystem or in "
                              "input_read_method_kwargs, not both")
         kwargs["filesystem"] = filesystem
-    if isinstance(config.input_read_method, str):  # Ray Data retries a crashed read forever
+    if isinstance(options.input_read_method, str):  # Ray Data retries a crashed read forever
         kwargs["ray_remote_args"] = {"max_retries": READ_MAX_RETRIES,
                                      **kwargs.get("ray_remote_args", {})}
     paths = [filesystem_path(path, filesystem)
-             for path in input_paths(config.input_, filesystem)]
-    with quiet_data_context(preserve_order=config.seed is not None), warnings.catch_warnings():
+             for path in input_paths(options.input_, filesystem)]
+    seeded = config.debugging.seed is not None
+    with quiet_data_context(preserve_order=seeded), warnings.catch_warnings():
         # ray_remote_args is deprecated (Ray 2.64), but it is the only way to bound the retries
         warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
         dataset = read(paths, **kwargs)
-    if config.materialize_data:
+    if options.materialize_data:
         dataset = dataset.materialize()
     return dataset
