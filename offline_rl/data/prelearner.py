@@ -77,9 +77,7 @@ class OfflinePreLearner:
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.input_read_schema)
         self.locator = RowLocator(config, self.schema, self.source)
-        self.batch_size = config.train_batch_size_per_learner
-        self.ledger = ledger
-        #: What this PreLearner counts and notes into ``ledger``.
+        #: What this PreLearner counts and notes into ``ledger`` (a ``DataLedger`` actor).
         self.reports = LedgerClient(ledger)
         self.reports.register()
         self._learner_connector = config.build_learner_connector(*spaces)
