@@ -31,13 +31,17 @@ def decode_episodes(table: pa.Table, config: DataConfig,
     of each legacy SampleBatch row.
 
     Example:
+        >>> import gymnasium as gym
+        >>> from offline_rl import BCConfig
         >>> from offline_rl.codec import pack_episode_state
         >>> episode = SingleAgentEpisode("e1", observations=[[0.0], [1.0]], actions=[1],
         ...                              rewards=[1.0], terminated=True,
         ...                              len_lookback_buffer=0).to_numpy()
         >>> table = pa.table({"item": [pack_episode_state(episode.get_state())],
         ...                   "path": ["a.parquet"]})
-        >>> episodes, sources = decode_episodes(table, DataConfig(input_read_episodes=True), None)
+        >>> config = BCConfig().offline_data(input_read_episodes=True).data_config(
+        ...     (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2)))
+        >>> episodes, sources = decode_episodes(table, config, None)
         >>> [decoded.id_ for decoded in episodes], sources
         (['e1'], ['a.parquet'])
     """
@@ -71,8 +75,9 @@ class EpisodeAdmission:
 
     Example:
         >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
         >>> spaces = (gym.spaces.Box(-1, 1, (1,), np.float32), gym.spaces.Discrete(2))
-        >>> values = ValuePolicy(DataConfig(), spaces, LedgerClient(None))
+        >>> values = ValuePolicy(BCConfig().data_config(spaces), spaces, LedgerClient(None))
         >>> admission = EpisodeAdmission(values, LedgerClient(None))
         >>> episode = SingleAgentEpisode("e1", observations=[[0.0], [1.0]], actions=[1],
         ...                              rewards=[1.0], terminated=True,

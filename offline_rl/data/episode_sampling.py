@@ -25,11 +25,13 @@ class EpisodeSampler:
     buffer's ``sample`` gives the episodes the episode stage maps.
 
     Example:
-        >>> import gymnasium as gym, numpy as np
+        >>> import gymnasium as gym
         >>> from connectors import default_learner_pipeline
-        >>> stages = LearnerStages(default_learner_pipeline(gym.spaces.Box(-1, 1, (1,)),
-        ...                                                 gym.spaces.Discrete(2)))
-        >>> sampler = EpisodeSampler(DataConfig(train_batch_size_per_learner=4, seed=0), stages)
+        >>> from offline_rl import BCConfig
+        >>> spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))
+        >>> config = (BCConfig().training(train_batch_size_per_learner=4).debugging(seed=0)
+        ...           .data_config(spaces))
+        >>> sampler = EpisodeSampler(config, LearnerStages(default_learner_pipeline(*spaces)))
         >>> episode = SingleAgentEpisode(observations=[[0.0]] * 9, actions=[1] * 8,
         ...                              rewards=[1.0] * 8, terminated=True,
         ...                              len_lookback_buffer=0).to_numpy()

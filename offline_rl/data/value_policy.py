@@ -38,15 +38,17 @@ class ValuePolicy:
 
     Example:
         >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
         >>> from offline_rl.errors import DataFormatError
         >>> spaces = (gym.spaces.Box(-1, 1, (1,), np.float32), gym.spaces.Discrete(2))
-        >>> policy = ValuePolicy(DataConfig(input_nonfinite="drop"), spaces, LedgerClient(None))
+        >>> config = BCConfig().offline_data(input_nonfinite="drop").data_config(spaces)
+        >>> policy = ValuePolicy(config, spaces, LedgerClient(None))
         >>> columns = {"obs": np.array([[0.0], [np.nan]], np.float32),
         ...            "new_obs": np.array([[0.5], [0.5]], np.float32),
         ...            "actions": np.array([0, 1]), "rewards": np.array([1.0, 1.0])}
         >>> policy.transitions(columns, "rows read")["actions"]
         array([0])
-        >>> strict = ValuePolicy(DataConfig(), spaces, LedgerClient(None))
+        >>> strict = ValuePolicy(BCConfig().data_config(spaces), spaces, LedgerClient(None))
         >>> try:
         ...     strict.transitions(columns, "rows read")
         ... except DataFormatError as error:
