@@ -101,3 +101,49 @@ class DataLedger:
             first = self._sources.setdefault(episode_id, source)
             duplicates.append(first != source)
         return duplicates
+
+
+class LedgerClient:
+    """What a PreLearner reports to its pipeline's ``DataLedger`` (``ledger``, an actor
+    handle): counts, episodes seen open or ended, and episode ids claimed. With no ledger
+    (``None``: a PreLearner run in this process) nothing is reported and nothing is claimed.
+
+    Example:
+        >>> client = LedgerClient(None)
+        >>> client.count({"nonfinite_rows": 2})
+        >>> client.claim(["a", "b"], ["x.parquet"] * 2)
+        [False, False]
+    """
+
+    def __init__(self, ledger: ray.actor.ActorHandle | None) -> None:
+        self.ledger = ledger
+
+    def register(self) -> None:
+        """Registers the calling actor with the ledger, so ``OfflineData.stop()`` can kill it;
+        when the ledger is gone, the pipeline was stopped while this actor was starting, and
+        the actor exits (giving its resources back) instead of idling. Outside an actor, or
+        without a ledger: nothing."""
+        if self.ledger is None or ray.get_runtime_context().get_actor_id() is None:
+            return
+        try:
+            ray.get(self.ledger.register.remote(ray.get_runtime_context().current_actor))
+        except ray.exceptions.RayActorError:
+            ray.actor.exit_actor()
+
+    def count(self, counts: Mapping[str, int]) -> None:
+        """Adds the nonzero ``counts`` to the ledger's totals."""
+        counts = {name: count for name, count in counts.items() if count}
+        if counts and self.ledger is not None:
+            ray.get(self.ledger.add.remote(counts))
+
+    def note_episodes(self, open_ids: Sequence[str], ended_ids: Sequence[str]) -> None:
+        """Notes episodes read without their end and ends read (``DataLedger.note_episodes``)."""
+        if (open_ids or ended_ids) and self.ledger is not None:
+            ray.get(self.ledger.note_episodes.remote(open_ids, ended_ids))
+
+    def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
+        """For each episode, whether another source already holds it, as the ledger has seen
+        across actors (``DataLedger.claim``)."""
+        if self.ledger is None or not episode_ids:
+            return [False] * len(episode_ids)
+        return ray.get(self.ledger.claim.remote(episode_ids, sources))

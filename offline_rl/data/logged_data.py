@@ -45,8 +45,7 @@ def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
     if config.reads_episodes:
         prelearner = (config.prelearner_class or OfflinePreLearner)(
             config, spaces, **config.prelearner_kwargs)
-        return [episode for table in tables
-                for episode in prelearner._admit(*prelearner._decode(table))]
+        return [episode for table in tables for episode in prelearner.admitted_episodes(table)]
     table = pa.concat_tables(tables, promote_options="default")
     schema = resolve_schema(config.input_read_schema)
     if schema[Columns.TERMINATEDS] not in table.column_names:

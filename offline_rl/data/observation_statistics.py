@@ -33,7 +33,7 @@ def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: Data
     every timestep of the episodes it admits, rather than of a sample)."""
     prelearner = prelearner_class(config, spaces, **config.prelearner_kwargs)
     if config.reads_episodes:
-        columns = prelearner._connect(prelearner._admit(*prelearner._decode(batch)))
+        columns = prelearner.stages.from_episodes(prelearner.admitted_episodes(batch))
     else:
         columns = prelearner(batch)
     features = int(np.prod(spaces[0].shape))

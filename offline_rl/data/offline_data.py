@@ -19,6 +19,7 @@ from offline_rl.data.actors import kill_actors, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
+from offline_rl.data.episode_admission import PATH_COLUMN
 from offline_rl.data.input_files import read_method_suffixes
 from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import (
@@ -33,12 +34,7 @@ from offline_rl.data.input_reader import (
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
 from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
-from offline_rl.data.prelearner import (
-    PATH_COLUMN,
-    OfflinePreLearner,
-    map_in_process,
-    overrides_call,
-)
+from offline_rl.data.prelearner import OfflinePreLearner, map_in_process, overrides_call
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors

@@ -1,0 +1,90 @@
+"""``RowReader``: a batch of tabular rows (one transition each) read into numpy columns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import gymnasium as gym
+import numpy as np
+import pyarrow as pa
+
+from offline_rl.columns import Columns
+from offline_rl.compression import decompress_column, looks_compressed
+from offline_rl.data.data_config import DataConfig
+from offline_rl.data.data_ledger import LedgerClient
+from offline_rl.data.input_locator import RowLocator
+from offline_rl.errors import DataFormatError
+from offline_rl.formats.tabular import (
+    conform_row_shapes,
+    episode_ends,
+    table_to_numpy,
+    train_column_names,
+)
+
+#: Bookkeeping columns episodes are built with (agent and module ids are not: single-agent).
+EPISODE_BOOKKEEPING = (Columns.EPS_ID, Columns.T, Columns.INFOS)
+
+
+class RowReader:
+    """Reads the columns of a batch of tabular rows named by ``schema`` as numpy, in the
+    ``spaces``' per-row shapes: columns listed in ``input_compress_columns`` (``obs`` with
+    ``new_obs``) or that look compressed are decompressed; a missing value is named by its
+    file and row (``locator``), other errors by ``source``. The episode ends read are noted
+    into ``ledger``, so that it counts the episodes that never end.
+
+    Example:
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl.columns import SCHEMA
+        >>> config = DataConfig()
+        >>> spaces = (gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2))
+        >>> reader = RowReader(config, SCHEMA, spaces, RowLocator(config, SCHEMA, "rows"),
+        ...                    LedgerClient(None))
+        >>> rows = pa.table({"obs": [[0.0, 0.1]], "new_obs": [[0.2, 0.3]], "actions": [1],
+        ...                  "rewards": [1.0], "terminateds": [True], "t": [0]})
+        >>> sorted(reader.read(rows))
+        ['actions', 'new_obs', 'obs', 'rewards', 'terminateds']
+        >>> sorted(set(reader.read(rows, EPISODE_BOOKKEEPING)) - set(reader.read(rows)))
+        ['t']
+    """
+
+    def __init__(self, config: DataConfig, schema: Mapping[str, str],
+                 spaces: tuple[gym.Space, gym.Space], locator: RowLocator,
+                 ledger: LedgerClient) -> None:
+        self.schema = schema
+        self.spaces = spaces
+        self.locator = locator
+        self.source = locator.source
+        self.ledger = ledger
+        compressed = set(config.input_compress_columns)
+        if Columns.OBS in compressed:
+            compressed.add(Columns.NEXT_OBS)
+        #: The columns named compressed by the config (others are recognized by their values).
+        self.compressed = {schema.get(name, name) for name in compressed}
+
+    def read(self, table: pa.Table, bookkeeping: tuple[str, ...] = ()
+             ) -> dict[str, np.ndarray]:
+        """The train columns of ``table`` and those of the ``bookkeeping`` fields it has."""
+        names = train_column_names(table.column_names, self.schema)
+        names += [self.schema[field] for field in bookkeeping
+                  if self.schema[field] in table.column_names]
+        compressed = self.compressed | {
+            self.schema[field] for field in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS)
+            if self.schema[field] in table.column_names
+            and looks_compressed(table.column(self.schema[field]))}
+        try:
+            rows = table_to_numpy(table, [name for name in names if name not in compressed])
+        except DataFormatError as error:
+            raise self.locator.null_error(table, names) or DataFormatError(
+                f"{self.source}: {error}") from None
+        for name in [name for name in names if name in compressed]:
+            rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
+        rows = conform_row_shapes(rows, self.schema, self.spaces, self.source)
+        self.ledger.note_episodes(*episode_ends(table, rows, self.schema))
+        return rows
+
+    def read_all(self, table: pa.Table) -> dict[str, np.ndarray]:
+        """Every column of ``table`` as numpy, as it is (for a custom ``_map_to_episodes``)."""
+        try:
+            return table_to_numpy(table)
+        except DataFormatError as error:
+            raise DataFormatError(f"{self.source}: {error}") from None
