@@ -285,9 +285,12 @@ class AlgorithmConfig(FlatAccess):
         return spec
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
-                                input_action_space: gym.Space | None) -> ConnectorPipelineV2:
+                                input_action_space: gym.Space | None,
+                                device: Any = None) -> ConnectorPipelineV2:
         """The learner pipeline: custom ``learner_connector`` pieces, then the defaults.
-        Override it to ``prepend``, ``insert_after`` or ``append`` pieces."""
+        Override it to ``prepend``, ``insert_after`` or ``append`` pieces. ``device`` is
+        RLlib's parameter, kept so that RLlib overrides run unchanged: the pipeline runs in the
+        PreLearners, on CPU, whatever it is."""
         pipeline = ConnectorPipelineV2(input_observation_space, input_action_space)
         training = self.sections.training
         if training.learner_connector is not None:

@@ -45,12 +45,13 @@ def decode_episodes(table: pa.Table, config: DataConfig,
         >>> [decoded.id_ for decoded in episodes], sources
         (['e1'], ['a.parquet'])
     """
+    input_ = config.offline_data.input_
     paths = (table.column(PATH_COLUMN).to_pylist() if PATH_COLUMN in table.column_names
-             else [f"a row of {config.input_}"] * table.num_rows)
-    if config.input_read_episodes:
+             else [f"a row of {input_}"] * table.num_rows)
+    if config.offline_data.input_read_episodes:
         if "item" not in table.column_names:
             raise DataFormatError(
-                f"{paths[0] if paths else config.input_} has no column 'item' (columns: "
+                f"{paths[0] if paths else input_} has no column 'item' (columns: "
                 f"{table.column_names}); input_read_episodes=True reads episodes written with "
                 "output_write_episodes=True. For one row per timestep, unset "
                 "input_read_episodes")

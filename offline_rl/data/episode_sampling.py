@@ -41,10 +41,10 @@ class EpisodeSampler:
 
     def __init__(self, config: DataConfig, stages: LearnerStages) -> None:
         buffer_class = config.prelearner_buffer_class or EpisodeReplayBuffer
-        self.batch_size = config.train_batch_size_per_learner
+        self.batch_size = config.training.train_batch_size_per_learner
         self.buffer: EpisodeBuffer = buffer_class(**{
-            "capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.seed,
-            **config.prelearner_buffer_kwargs})
+            "capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.debugging.seed,
+            **config.offline_data.prelearner_buffer_kwargs})
         self.n_step, self.gamma = config.n_step, config.gamma
         self.stages = stages
         self._draw: Callable[[int], list[dict[str, np.ndarray]]] = (

@@ -44,10 +44,10 @@ def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
     tables = read_tables(config)
     if config.reads_episodes:
         prelearner = (config.prelearner_class or OfflinePreLearner)(
-            config, spaces, **config.prelearner_kwargs)
+            config, spaces, **config.offline_data.prelearner_kwargs)
         return [episode for table in tables for episode in prelearner.admitted_episodes(table)]
     table = pa.concat_tables(tables, promote_options="default")
-    schema = resolve_schema(config.input_read_schema)
+    schema = resolve_schema(config.offline_data.input_read_schema)
     if schema[Columns.TERMINATEDS] not in table.column_names:
         schema[Columns.TERMINATEDS] = schema[DONES]
     present = {field: schema[field] for field in STEP_FIELDS
@@ -55,4 +55,4 @@ def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
     present.update({name: name for name in PROBABILITY_COLUMNS if name in table.column_names})
     columns = table_to_numpy(table, present.values())
     return conform_columns({field: columns[column] for field, column in present.items()},
-                           spaces, f"the rows read from {config.input_}")
+                           spaces, f"the rows read from {config.offline_data.input_}")

@@ -31,7 +31,7 @@ def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: Data
     """One batch of input rows -> one row: the count, mean and sum of squared deviations
     (``m2``) of the observations the PreLearner makes of them (with episode formats, of
     every timestep of the episodes it admits, rather than of a sample)."""
-    prelearner = prelearner_class(config, spaces, **config.prelearner_kwargs)
+    prelearner = prelearner_class(config, spaces, **config.offline_data.prelearner_kwargs)
     if config.reads_episodes:
         columns = prelearner.stages.from_episodes(prelearner.admitted_episodes(batch))
     else:
@@ -82,7 +82,7 @@ def observation_statistics(source: ray.data.Dataset, config: DataConfig,
     ).take_all()
     count = np.array([row["count"] for row in rows], dtype=np.int64)
     if not count.sum():
-        raise DataFormatError(f"{config.input_}: no observations to compute the "
+        raise DataFormatError(f"{config.offline_data.input_}: no observations to compute the "
                               "normalize_observations statistics from")
     return combine_moments(count, np.stack([row["mean"] for row in rows]),
                            np.stack([row["m2"] for row in rows]))

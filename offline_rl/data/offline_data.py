@@ -88,29 +88,30 @@ class OfflineData:
 
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
         self.config = config = as_data_config(config, spaces)
+        options = config.offline_data
         self.spaces = spaces
-        self.filesystem = resolve_filesystem(config.input_filesystem,
-                                             config.input_filesystem_kwargs)
-        self.paths = input_paths(config.input_, self.filesystem)
+        self.filesystem = resolve_filesystem(options.input_filesystem,
+                                             options.input_filesystem_kwargs)
+        self.paths = input_paths(options.input_, self.filesystem)
         #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
         self.skipped_files = check_input_files(self.paths, self.filesystem,
-                                               read_method_suffixes(config.input_read_method))
+                                               read_method_suffixes(options.input_read_method))
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         #: The columns every input file holds, when some hold more (``None``: all the same).
         self.input_columns = None
-        if config.input_read_method == "read_parquet" and not self.reads_episodes:
+        if options.input_read_method == "read_parquet" and not self.reads_episodes:
             self.input_columns = check_parquet_columns(self.paths, self.filesystem,
-                                                      config.input_read_schema, spaces[0])
-        elif config.input_read_method == "read_parquet":
+                                                      options.input_read_schema, spaces[0])
+        elif options.input_read_method == "read_parquet":
             require_parquet_files(self.paths, self.filesystem)
-        elif config.input_read_method == "read_json":
+        elif options.input_read_method == "read_json":
             check_json_files(self.paths, self.filesystem)
-        self.batch_size = config.train_batch_size_per_learner
+        self.batch_size = config.training.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
-        if config.input_read_method == "read_parquet" and not config.input_read_sample_batches:
+        if options.input_read_method == "read_parquet" and not options.input_read_sample_batches:
             self._check_first_rows()
-        if self.needs_module and config.materialize_mapped_data:
+        if self.needs_module and options.materialize_mapped_data:
             raise ConfigError(
                 "the learner connector needs the current module (a piece with "
                 "needs_module=True), but materialize_mapped_data=True would map the data once "
@@ -138,7 +139,8 @@ class OfflineData:
         self._num_shards = 1
         self._part_bytes = 0.0
         #: The seed of the plan's orders: the run's, else a fresh random one.
-        self._plan_seed = config.seed if config.seed is not None else secrets.randbits(63)
+        seed = config.debugging.seed
+        self._plan_seed = seed if seed is not None else secrets.randbits(63)
 
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that
@@ -148,7 +150,7 @@ class OfflineData:
         the module."""
         if self.needs_module:
             return
-        kwargs = self.config.input_read_method_kwargs
+        kwargs = self.config.offline_data.input_read_method_kwargs
         sample = first_rows(self.paths, self.filesystem,
                             SAMPLE_EPISODES if self.reads_episodes else SAMPLE_ROWS,
                             columns=kwargs.get("columns"), row_filter=kwargs.get("filter"))
@@ -159,7 +161,7 @@ class OfflineData:
             table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
         prelearner = self.prelearner_class(config=self.config, spaces=self.spaces,
                                            source=f"the first rows of {file}",
-                                           **self.config.prelearner_kwargs)
+                                           **self.config.offline_data.prelearner_kwargs)
         map_in_process(prelearner, table)
 
     def start(self) -> OfflineData:
@@ -186,8 +188,9 @@ class OfflineData:
 
     def _epochs(self) -> EpochBatches:
         config = self.config
-        return EpochBatches(batch_size=config.train_batch_size_per_learner,
-                            iter_batches_kwargs=config.iter_batches_kwargs, seed=config.seed,
+        return EpochBatches(batch_size=config.training.train_batch_size_per_learner,
+                            iter_batches_kwargs=config.offline_data.iter_batches_kwargs,
+                            seed=config.debugging.seed,
                             repeated=self.repeats_epochs)
 
     @property
@@ -197,10 +200,10 @@ class OfflineData:
         ``streaming_split`` shard would hold whole epochs of the plan, one Ray Data block
         spanning several), and ``iter_batches_kwargs`` ask for no local shuffle buffer (which
         would mix the epochs; the plan shuffles instead)."""
-        config = self.config
-        return (config.materialize_data and not config.materialize_mapped_data
+        options = self.config.offline_data
+        return (options.materialize_data and not options.materialize_mapped_data
                 and self._num_shards == 1
-                and not config.iter_batches_kwargs.get("local_shuffle_buffer_size"))
+                and not options.iter_batches_kwargs.get("local_shuffle_buffer_size"))
 
     def stream_position(self) -> dict[str, Any] | None:
         """Where this process's learner stands in the stream (``StreamPosition``'s fields)
@@ -232,8 +235,8 @@ class OfflineData:
     def _prepare(self, reserved_cpus: float) -> None:
         keep_ray_data_in_placement_group()
         self._pool_kwargs = prelearner_pool_kwargs(
-            self.config.map_batches_kwargs, usable_resources(), reserved_cpus=reserved_cpus
-        )
+            self.config.offline_data.map_batches_kwargs, usable_resources(),
+            reserved_cpus=reserved_cpus)
         self._ledger = DataLedger.remote()
         self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
         if self.needs_module:
@@ -261,12 +264,13 @@ class OfflineData:
             fn_constructor_kwargs=self._prelearner_kwargs(),
             **self._pool_kwargs,
         )
-        self.dataset = dataset.materialize() if config.materialize_mapped_data else dataset
+        materialize = config.offline_data.materialize_mapped_data
+        self.dataset = dataset.materialize() if materialize else dataset
         return self.dataset
 
     def _prelearner_kwargs(self) -> dict[str, Any]:
         return {"config": self.config, "spaces": self.spaces, "ledger": self._ledger,
-                "module_weights": self.module_weights, **self.config.prelearner_kwargs}
+                "module_weights": self.module_weights, **self.config.offline_data.prelearner_kwargs}
 
     def _materialize_parts(self) -> None:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
@@ -276,7 +280,7 @@ class OfflineData:
         raw = source.repartition(target_num_rows_per_block=self._rows_per_call()).materialize()
         self._parts = raw.to_arrow_refs()
         if not self._parts:
-            raise DataFormatError(f"the input {self.config.input_} holds no rows")
+            raise DataFormatError(f"the input {self.config.offline_data.input_} holds no rows")
         self._part_bytes = raw.size_bytes() / len(self._parts)
 
     def observation_statistics(self) -> ObservationStatistics:
@@ -291,14 +295,14 @@ class OfflineData:
         """Rows per PreLearner call: ``input_read_batch_size`` or a default."""
         default = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
                    else ROWS_PER_PRELEARNER_CALL * self.batch_size)
-        return self.config.input_read_batch_size or default
+        return self.config.offline_data.input_read_batch_size or default
 
     def _read_config(self) -> DataConfig:
         """The config to read with: episode formats also read each row's file path (Ray Data's
         ``include_paths``), so errors can name the file; files holding different columns are
         read for the columns they share."""
-        kwargs = dict(self.config.input_read_method_kwargs)
-        if (self.reads_episodes and isinstance(self.config.input_read_method, str)
+        kwargs = dict(self.config.offline_data.input_read_method_kwargs)
+        if (self.reads_episodes and isinstance(self.config.offline_data.input_read_method, str)
                 and "include_paths" not in kwargs):
             kwargs["include_paths"] = True
         if self.input_columns is not None and "columns" not in kwargs:
@@ -334,7 +338,7 @@ class OfflineData:
         try:
             yield
         except Exception as error:
-            method = self.config.input_read_method
+            method = self.config.offline_data.input_read_method
             if (read_failure(error) is None or self.data is not None
                     or not isinstance(method, str)):
                 raise

@@ -72,10 +72,10 @@ class OfflinePreLearner:
         #: ``prelearner_kwargs``: passed on to ``_map_to_episodes``.
         self.kwargs = kwargs
         #: How error messages name the rows (default: "rows read from <input_>").
-        self.source = source or f"rows read from {config.input_}"
+        self.source = source or f"rows read from {config.offline_data.input_}"
         self.spaces = spaces
         self.observation_space, self.action_space = spaces
-        self.schema = resolve_schema(config.input_read_schema)
+        self.schema = resolve_schema(config.offline_data.input_read_schema)
         self.locator = RowLocator(config, self.schema, self.source)
         #: What this PreLearner counts and notes into ``ledger`` (a ``DataLedger`` actor).
         self.reports = LedgerClient(ledger)
@@ -99,7 +99,7 @@ class OfflinePreLearner:
             raise ConfigError("the learner connector needs the module, but the PreLearner "
                               "was given no module_weights to fetch it from")
         return SyncedModule(self.config.rl_module_spec.build(), module_weights,
-                            self.config.prelearner_module_synch_period)
+                            self.config.offline_data.prelearner_module_synch_period)
 
     def _choose_path(self) -> Callable[[pa.Table], dict[str, Any]]:
         """How every batch is mapped, decided once: episode inputs through the episode
@@ -134,7 +134,7 @@ class OfflinePreLearner:
         """Tabular rows, every column, through the subclass's ``_map_to_episodes``."""
         episodes = self._map_to_episodes(
             False, self.rows.read_all(table), schema=self.schema, to_numpy=True,
-            input_compress_columns=self.config.input_compress_columns,
+            input_compress_columns=self.config.offline_data.input_compress_columns,
             observation_space=self.observation_space, action_space=self.action_space,
             **self.kwargs)["episodes"]
         return self._checked(self.stages.from_episodes(episodes))

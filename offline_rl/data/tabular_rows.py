@@ -55,7 +55,7 @@ class RowReader:
         self.locator = locator
         self.source = locator.source
         self.ledger = ledger
-        compressed = set(config.input_compress_columns)
+        compressed = set(config.offline_data.input_compress_columns)
         if Columns.OBS in compressed:
             compressed.add(Columns.NEXT_OBS)
         #: The columns named compressed by the config (others are recognized by their values).

@@ -122,15 +122,15 @@ class ValuePolicy:
         if not outside.any():
             return actions
         self.ledger.count({"actions_out_of_bounds": int(outside.sum())})
-        return bound_actions(actions, outside, self.action_space, self.config.input_action_bounds,
-                             where, place)
+        return bound_actions(actions, outside, self.action_space,
+                             self.config.offline_data.input_action_bounds, where, place)
 
     def _nonfinite(self, values: Mapping[str, np.ndarray], where: str,
                    place: Callable[[int], str] = row_number) -> np.ndarray:
         """The rows where ``values`` (columns of equal length) hold NaN or inf, to drop; raises
         on the first under ``input_nonfinite="raise"``."""
         bad = nonfinite_rows(values)
-        if bad.any() and self.config.input_nonfinite == "raise":
+        if bad.any() and self.config.offline_data.input_nonfinite == "raise":
             raise nonfinite_error(values, bad, where, place)
         return bad
 
@@ -142,6 +142,6 @@ class ValuePolicy:
         outside = observations_outside(observations, self.observation_space)
         if exempt is not None:
             outside &= ~exempt
-        if outside.any() and self.config.input_obs_bounds == "raise":
+        if outside.any() and self.config.offline_data.input_obs_bounds == "raise":
             raise obs_bounds_error(observations, outside, self.observation_space, where, place)
         return outside

@@ -88,11 +88,13 @@ class MARWILConfig(AlgorithmConfig):
         return MARWIL
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
-                                input_action_space: gym.Space | None) -> ConnectorPipelineV2:
+                                input_action_space: gym.Space | None,
+                                device: Any = None) -> ConnectorPipelineV2:
         """The default pipeline with one artificial timestep added to each episode first, the
         next observations right after the observations, and the advantages last (RLlib's
         MARWIL pipeline, as the seeds show it)."""
-        pipeline = super().build_learner_connector(input_observation_space, input_action_space)
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space,
+                                                   device)
         pipeline.prepend(AddOneTsToEpisodesAndTruncate())
         pipeline.insert_after(AddObservationsFromEpisodesToBatch,
                               AddNextObservationsFromEpisodesToTrainBatch())
