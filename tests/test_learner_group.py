@@ -206,8 +206,9 @@ def test_autoscaling_pool_range_and_materialized_read(indexed_data, ray_session)
                                                  "num_gpus": 0}
     assert "MapBatches(OfflinePreLearner)" in stats
     assert result["data"]["rows_per_epoch"] == ROWS
-    assert isinstance(read_input(config), MaterializedDataset)
-    assert not isinstance(read_input(config.offline_data(materialize_data=False)),
+    data_config = config.data_config(algo.offline_data.spaces)
+    assert isinstance(read_input(data_config), MaterializedDataset)
+    assert not isinstance(read_input(data_config.with_data_options(materialize_data=False)),
                           MaterializedDataset)
 
 

@@ -77,8 +77,9 @@ class OfflineData:
 
     Example:
         >>> import gymnasium as gym, numpy as np
-        >>> from offline_rl.data.data_config import DataConfig
-        >>> config = DataConfig(input_=str(cartpole_data), train_batch_size_per_learner=256)
+        >>> from offline_rl import BCConfig
+        >>> config = (BCConfig().training(train_batch_size_per_learner=256)
+        ...           .offline_data(input_=str(cartpole_data)))
         >>> data = OfflineData(config, (gym.spaces.Box(-5, 5, (4,), np.float32),
         ...                             gym.spaces.Discrete(2))).start()
         >>> data.sample()["obs"].shape
