@@ -12,6 +12,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -28,6 +29,7 @@ from offline_rl.data.input_files import (
     DataFiles,
     input_paths,
     list_data_files,
+    read_method_suffixes,
 )
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
@@ -189,6 +191,37 @@ def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: i
     return (found.shown(file), table) if table.num_rows else None
 
 
+@dataclass(frozen=True)
+class CheckedInput:
+    """The input as ``check_input`` found it, before any Ray work."""
+
+    filesystem: pafs.FileSystem | None
+    paths: list[str]
+    #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
+    skipped_files: list[str]
+    #: The columns every input file holds, when some hold more (``None``: all the same).
+    columns: list[str] | None
+
+
+def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInput:
+    """Lists and checks the input files in this process (``check_input_files``), then, by the
+    read method, their columns (``check_parquet_columns``; episodes: ``require_parquet_files``)
+    or their JSON (``check_json_files``), so that the common errors name the file at once."""
+    options = config.offline_data
+    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
+    paths = input_paths(options.input_, filesystem)
+    skipped = check_input_files(paths, filesystem, read_method_suffixes(options.input_read_method))
+    columns = None
+    if options.input_read_method == "read_parquet" and not config.reads_episodes:
+        columns = check_parquet_columns(paths, filesystem, options.input_read_schema,
+                                        observation_space)
+    elif options.input_read_method == "read_parquet":
+        require_parquet_files(paths, filesystem)
+    elif options.input_read_method == "read_json":
+        check_json_files(paths, filesystem)
+    return CheckedInput(filesystem, paths, skipped, columns)
+
+
 def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
                       suffixes: tuple[str, ...] | None) -> list[str]:
     """Lists every input path before any Ray work (URIs without a filesystem are left to Ray
@@ -202,7 +235,7 @@ def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
                                           if len(skipped) > 5 else "")
         warnings.warn(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
                       "Fix or remove them (they are counted in result['data']['dropped']"
-                      "['skipped_files'])", stacklevel=3)
+                      "['skipped_files'])", stacklevel=4)
     return skipped
 
 

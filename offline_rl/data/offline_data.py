@@ -20,17 +20,8 @@ from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPositi
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.episode_admission import PATH_COLUMN
-from offline_rl.data.input_files import read_method_suffixes
 from offline_rl.data.input_locator import find_damaged_file, read_failure
-from offline_rl.data.input_reader import (
-    check_input_files,
-    check_json_files,
-    check_parquet_columns,
-    first_rows,
-    input_paths,
-    read_input,
-    require_parquet_files,
-)
+from offline_rl.data.input_reader import check_input, first_rows, read_input
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
 from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
@@ -38,7 +29,6 @@ from offline_rl.data.prelearner import OfflinePreLearner, map_in_process, overri
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
-from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import (
     available_cpus,
     keep_ray_data_in_placement_group,
@@ -91,23 +81,14 @@ class OfflineData:
         self.config = config = as_data_config(config, spaces)
         options = config.offline_data
         self.spaces = spaces
-        self.filesystem = resolve_filesystem(options.input_filesystem,
-                                             options.input_filesystem_kwargs)
-        self.paths = input_paths(options.input_, self.filesystem)
+        checked = check_input(config, spaces[0])
+        self.filesystem, self.paths = checked.filesystem, checked.paths
         #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
-        self.skipped_files = check_input_files(self.paths, self.filesystem,
-                                               read_method_suffixes(options.input_read_method))
+        self.skipped_files = checked.skipped_files
+        #: The columns every input file holds, when some hold more (``None``: all the same).
+        self.input_columns = checked.columns
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
-        #: The columns every input file holds, when some hold more (``None``: all the same).
-        self.input_columns = None
-        if options.input_read_method == "read_parquet" and not self.reads_episodes:
-            self.input_columns = check_parquet_columns(self.paths, self.filesystem,
-                                                      options.input_read_schema, spaces[0])
-        elif options.input_read_method == "read_parquet":
-            require_parquet_files(self.paths, self.filesystem)
-        elif options.input_read_method == "read_json":
-            check_json_files(self.paths, self.filesystem)
         self.batch_size = config.training.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
         if options.input_read_method == "read_parquet" and not options.input_read_sample_batches:
