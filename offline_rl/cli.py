@@ -40,10 +40,64 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _train(args: argparse.Namespace) -> int:
-    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+#: RLlib's ``--stop`` keys (``/`` joins nested keys), and what each bounds.
+STOP_KEYS = {"training_iteration": "iterations", "timesteps_total": "env_steps",
+             "num_env_steps_trained_lifetime": "env_steps", "time_total_s": "seconds",
+             **{key: "return" for key in (
+                 "episode_reward_mean", "episode_return_mean", "env_runners/episode_return_mean",
+                 "evaluation/episode_reward_mean", "evaluation/env_runners/episode_return_mean")}}
 
-    config = AlgorithmConfig.from_yaml(args.config)  # a bad config fails before Ray's imports
+
+def _train_config(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The config of ``train`` and the run's folder: the YAML file's config, or ``--run``'s
+    algorithm with its defaults; then ``--env`` and ``--config`` (RLlib's flat JSON keys,
+    old-stack ones translated) over it. ``output: "logdir"`` is the run folder's
+    ``experiences``."""
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+    from offline_rl.algorithms.registry import get_algorithm_config_class
+
+    if (args.config is None) == (args.run is None):
+        raise ConfigError("give either a YAML config file or --run ALGO (RLlib's form, with "
+                          "--env, --config and --stop), " + ("not both" if args.run else
+                                                             "one of them"))
+    config = (AlgorithmConfig.from_yaml(args.config) if args.config
+              else get_algorithm_config_class(args.run)())
+    if args.env is not None:
+        config.environment(args.env)
+    values = dict(args.config_json or {})
+    logdir = values.get("output") == "logdir"
+    if logdir:
+        del values["output"]
+    config.update_from_dict(values)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    if logdir:
+        config.offline_data(output=str(output / "experiences"))
+    return config, output
+
+
+def _stop_criteria(args: argparse.Namespace) -> dict[str, float]:
+    """``--stop`` by what each criterion bounds (``STOP_KEYS``), with ``--max-iterations`` and
+    ``--stop-return`` where it sets none; ``ConfigError`` for keys offline-rl cannot stop on."""
+    stop: dict[str, float] = {"iterations": args.max_iterations}
+    if args.stop_return is not None:
+        stop["return"] = args.stop_return
+    pending = list((args.stop or {}).items())
+    while pending:
+        key, value = pending.pop()
+        if isinstance(value, dict):
+            pending += [(f"{key}/{inner}", nested) for inner, nested in value.items()]
+        elif key in STOP_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
+            stop[STOP_KEYS[key]] = value
+        else:
+            raise ConfigError(f"--stop {key}={value!r}: offline-rl stops on a number for one of "
+                              f"{sorted(STOP_KEYS)}")
+    return stop
+
+
+def _train(args: argparse.Namespace) -> int:
+    config, output = _train_config(args)  # a bad config fails before Ray's imports
+    stop = _stop_criteria(args)
 
     from tqdm import tqdm
 
@@ -58,11 +112,10 @@ def _train(args: argparse.Namespace) -> int:
         config.checkpointing(checkpoint_frequency=args.checkpoint_frequency)
     if args.keep_checkpoints is not None:
         config.checkpointing(keep_checkpoints_num=args.keep_checkpoints)
-    if args.stop_return is not None and config.sections.evaluation.evaluation_interval is None:
-        raise ConfigError("--stop-return needs evaluation: set evaluation.evaluation_interval "
-                          f"in {args.config}")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
+    if "return" in stop and config.sections.evaluation.evaluation_interval is None:
+        flag = "--stop-return" if args.stop_return is not None else "--stop on a return"
+        raise ConfigError(f"{flag} needs evaluation: set evaluation_interval (the config's "
+                          "evaluation section)")
     if output.exists() and not output.is_dir():
         raise OutputError(f"output folder {output} is a file; name a folder with --output-dir")
     replaced = [name for name in (PROGRESS_FILE, RESULT_FILE) if (output / name).exists()]
@@ -84,11 +137,11 @@ def _train(args: argparse.Namespace) -> int:
             else config.build())
     reached = None
     with (algo, ResultLog(output, resume_after=algo.iteration if resumed_from else None)
-          as writer, tqdm(total=args.max_iterations, initial=algo.iteration, unit="iter",
+          as writer, tqdm(total=int(stop["iterations"]), initial=algo.iteration, unit="iter",
                           desc=f"training {config.algo_name}") as bar):
         last_return = float("nan")
         recent = deque(maxlen=THROUGHPUT_WINDOW)
-        for _ in range(args.max_iterations - algo.iteration):
+        for _ in range(int(stop["iterations"]) - algo.iteration):
             result = algo.train()
             writer.write(result)
             checkpoints.after_iteration(algo, result["training_iteration"])
@@ -101,8 +154,11 @@ def _train(args: argparse.Namespace) -> int:
             bar.set_postfix(loss=f"{learner['total_loss']:.4f}",
                             eval_return="-" if math.isnan(last_return) else f"{last_return:.1f}",
                             steps_per_s=f"{_throughput(recent):,.0f}")
-            if args.stop_return is not None and last_return >= args.stop_return:
+            if last_return >= stop.get("return", math.inf):
                 reached = time.perf_counter() - started
+                break
+            if (algo.num_env_steps_trained_lifetime >= stop.get("env_steps", math.inf)
+                    or time.perf_counter() - started >= stop.get("seconds", math.inf)):
                 break
         checkpoint = algo.save_to_path(output / "checkpoint")
     summary = {
@@ -114,10 +170,10 @@ def _train(args: argparse.Namespace) -> int:
         "checkpoints": checkpoints.kept,
         "results": str(output / "progress.csv"),
     }
-    if args.stop_return is not None:
+    if "return" in stop:
         summary["stop_return_reached"] = reached is not None
     print(json.dumps(summary))
-    return 0 if args.stop_return is None or reached is not None else 1
+    return 0 if "return" not in stop or reached is not None else 1
 
 
 def _throughput(recent: deque[tuple[float, int]]) -> float:

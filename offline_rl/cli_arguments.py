@@ -14,11 +14,12 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from offline_rl.algorithms.registry import registered_algorithms
 from offline_rl.reference_datasets import EXPERT_ENVS, TIERS
@@ -122,6 +123,18 @@ def config_file(text: str) -> Path:
     return path
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """An argparse type: a JSON object (RLlib's ``--config``/``--stop``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({error}); quote it as "
+                                         "'{\"key\": value}'") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object ({{...}})")
+    return value
+
+
 def folder(what: str) -> Callable[[str], Path]:
     """An argparse type: an existing folder, ``what`` it should be (for the message)."""
 
@@ -184,7 +197,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "with --checkpoint-frequency K also checkpoint_<iteration> every K "
                     "iterations, so that a run stopped midway keeps its progress (evaluate "
                     "and Algorithm.from_checkpoint take any of them).")
-    train.add_argument("config", type=config_file, help="YAML config file")
+    train.add_argument("config", type=config_file, nargs="?", default=None,
+                       help="YAML config file (or RLlib's form: --run, --env, --config, --stop)")
+    train.add_argument("--run", default=None, metavar="ALGO",
+                       help="the algorithm to train without a YAML file, as `rllib train --run`")
+    train.add_argument("--env", default=None, metavar="ENV", help="gymnasium env id")
+    train.add_argument("--config", dest="config_json", type=json_object, default=None,
+                       metavar="JSON", help="config keys as JSON, RLlib's flat keys (old-stack "
+                       "ones too, each translated with a warning naming the new keys) or "
+                       "sections; over the YAML file's when both are given")
+    train.add_argument("--stop", type=json_object, default=None, metavar="JSON",
+                       help="RLlib's stop criteria: training_iteration, timesteps_total (env "
+                            "steps trained), time_total_s, or an evaluation return "
+                            "(episode_reward_mean, env_runners/episode_return_mean, ...)")
     train.add_argument("--stop-return", type=finite, default=None, metavar="R",
                        help="stop once the evaluation return mean reaches R")
     train.add_argument("--max-iterations", type=count(1), default=1000, metavar="N",

@@ -14,6 +14,7 @@ from offline_rl.algorithms.config_files import (
     config_from_dict,
     config_from_file,
     config_to_dict,
+    update_config,
     write_config_file,
 )
 from offline_rl.algorithms.registry import note_config_class
@@ -147,6 +148,7 @@ class AlgorithmConfig(FlatAccess):
                      input_nonfinite: str = NotProvided,
                      input_obs_bounds: str = NotProvided,
                      input_action_bounds: str = NotProvided,
+                     input_actions_normalized: bool = NotProvided,
                      materialize_data: bool = NotProvided,
                      materialize_mapped_data: bool = NotProvided,
                      map_batches_kwargs: dict[str, Any] = NotProvided,
@@ -168,12 +170,14 @@ class AlgorithmConfig(FlatAccess):
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
-        API names; see README, 'Your data'). Three are offline-rl's own: ``input_nonfinite``, what
+        API names; see README, 'Your data'). Four are offline-rl's own: ``input_nonfinite``, what
         to do with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop
         the row or episode and count it in the results); ``input_obs_bounds``, the same for
         observations outside a ``Box`` observation space; ``input_action_bounds``, what to do
         with ``Box`` actions outside the action space, ``"keep"`` (default: RLlib records the
-        sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way.
+        sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way;
+        ``input_actions_normalized``, actions recorded in [-1, 1] (RLlib's old-stack
+        ``actions_in_input_normalized``) are unsquashed onto the action space first.
         ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one
         full epoch of each learner's shard. ``prelearner_kwargs`` go to the PreLearner's
         constructor and its ``_map_to_episodes``; ``offline_data_class`` replaces
@@ -369,6 +373,12 @@ class AlgorithmConfig(FlatAccess):
         was saved from when that class is defined in this process (offline-rl never imports
         code a file names)."""
         return config_from_dict(values, cls)
+
+    def update_from_dict(self, values: dict[str, Any]) -> AlgorithmConfig:
+        """Sets ``values``: sections of ``to_dict``'s layout, or RLlib's flat keys, the old
+        stack's included (``{"lr": 1e-3, "input": "/tmp/cartpole-out"}``: see
+        ``flat_config``); returns ``self``."""
+        return update_config(self, values)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> AlgorithmConfig:

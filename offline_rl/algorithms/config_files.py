@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import yaml
 
+from offline_rl.algorithms.flat_config import sectioned
 from offline_rl.algorithms.registry import get_algorithm_config_class, saved_config_class
 from offline_rl.errors import ConfigError
 from offline_rl.file_checks import read_checked_bytes
@@ -43,15 +44,29 @@ def config_to_dict(config: Any) -> dict[str, Any]:
 
 
 def config_from_dict(values: dict[str, Any], default_class: type) -> Any:
-    """The config ``config_to_dict`` wrote (``default_class`` when it names no algorithm);
+    """The config ``config_to_dict`` wrote (``default_class`` when it names no algorithm); keys
+    outside the sections are RLlib's flat keys, old-stack ones included (``flat_config``);
     unknown sections or keys are ``ConfigError``s listing the valid ones."""
     values = dict(values)
     name = values.pop("algorithm", None) or default_class.algo_name
     config = saved_config_class(name, values.pop("config_class", None), default_class)()
-    for section, options in values.items():
-        if section not in LAYOUT:
-            raise ConfigError(f"unknown config section {section!r}; sections are "
-                              f"{['algorithm', *LAYOUT]}")
+    return update_config(config, values)
+
+
+def update_config(config: Any, values: dict[str, Any]) -> Any:
+    """``config`` with ``values`` set: sections of ``config_to_dict``'s layout, and flat keys
+    (``flat_config.sectioned``) beside them; a key given both ways is a ``ConfigError``."""
+    flat = {key: value for key, value in values.items() if key not in LAYOUT}
+    sections = {key: value for key, value in values.items() if key in LAYOUT}
+    for section, options in sectioned(flat, config).items():
+        given = sections.get(section) or {}
+        if not isinstance(given, dict):
+            continue  # named below
+        if set(given) & set(options):
+            raise ConfigError(f"{sorted(set(given) & set(options))} set both in section "
+                              f"{section!r} and as flat keys; set each once")
+        sections[section] = {**given, **options}
+    for section, options in sections.items():
         if not isinstance(options, dict | None):
             raise ConfigError(f"section {section!r} must be a mapping of keys to values, got "
                               f"{type(options).__name__} {options!r}")

@@ -13,6 +13,7 @@ from offline_rl.columns import Columns
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.data_ledger import LedgerClient
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.errors import ConfigError
 from offline_rl.formats.checks import (
     bound_actions,
     check_actions,
@@ -23,6 +24,7 @@ from offline_rl.formats.checks import (
     observations_as_space_dtype,
     observations_outside,
     row_number,
+    unsquash_actions,
 )
 from offline_rl.formats.shapes import conform_columns
 
@@ -62,6 +64,10 @@ class ValuePolicy:
         self.spaces = spaces
         self.observation_space, self.action_space = spaces
         self.ledger = ledger
+        self.unsquash = config.offline_data.input_actions_normalized
+        if self.unsquash and not isinstance(self.action_space, gym.spaces.Box):
+            raise ConfigError(f"input_actions_normalized=True unsquashes Box actions, but the "
+                              f"action space is {self.action_space}; unset it")
 
     def transitions(self, columns: dict[str, Any], where: str,
                     place: Callable[[int], str] = row_number) -> dict[str, Any]:
@@ -116,8 +122,11 @@ class ValuePolicy:
 
     def _bound_actions(self, actions: np.ndarray, where: str,
                        place: Callable[[int], str] = row_number) -> np.ndarray:
-        """Checks the actions; applies ``input_action_bounds`` to ``Box`` actions outside the
-        space and counts them (``actions_out_of_bounds``)."""
+        """Checks the actions (unsquashed first with ``input_actions_normalized``); applies
+        ``input_action_bounds`` to ``Box`` actions outside the space and counts them
+        (``actions_out_of_bounds``)."""
+        if self.unsquash:
+            actions = unsquash_actions(actions, self.action_space)
         outside = check_actions(actions, self.action_space, where)
         if not outside.any():
             return actions

@@ -147,6 +147,20 @@ def bound_actions(actions: np.ndarray, outside: np.ndarray, space: gym.Space, po
         "with input_action_bounds='clip'")
 
 
+def unsquash_actions(actions: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
+    """``Box`` actions recorded normalized to [-1, 1] (RLlib's ``normalize_actions``), mapped
+    linearly onto the space's bounds (RLlib's ``unsquash_action``, without its clipping: the
+    bounds policy sees what lies outside).
+
+    Example:
+        >>> space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
+        >>> unsquash_actions(np.array([[-1.0], [0.0], [1.0]], np.float32), space).ravel()
+        array([ 0.,  5., 10.], dtype=float32)
+    """
+    unsquashed = space.low + (actions + 1.0) * (space.high - space.low) / 2.0
+    return unsquashed.astype(actions.dtype, copy=False)
+
+
 def nonfinite_rows(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     """A boolean mask of the rows where any of the float ``columns`` holds NaN or inf."""
     mask = np.zeros(len(next(iter(columns.values()))), dtype=bool)

@@ -100,6 +100,9 @@ class OfflineDataConfig(Section):
     #: ``Box`` actions outside the action space: ``"keep"`` (RLlib records the sampled,
     #: unclipped action), ``"clip"`` or ``"raise"``; counted either way.
     input_action_bounds: str = option("keep", one_of(*ACTION_BOUNDS_POLICIES))
+    #: The recorded ``Box`` actions are normalized to [-1, 1] (RLlib's old stack wrote them so
+    #: with ``normalize_actions``): they are mapped onto the action space's bounds first.
+    input_actions_normalized: bool = option(False)
     #: Materialize the raw data in the object store before mapping.
     materialize_data: bool = option(False)
     #: Materialize the mapped data, read and mapped once for all epochs.

@@ -1,0 +1,210 @@
+"""RLlib's flat config dicts (``rllib train --config JSON``, ``update_from_dict``, the old stack's
+``config={...}``) in ``to_dict``'s layout of sections.
+
+A flat key is an option's own name (``lr``, ``input_``), placed in its section, or one of the
+old stack's keys (``OLD_STACK_KEYS``), translated into the options that do the same here, with
+one warning naming them. Old keys with no equivalent are refused with the reason; unknown keys
+fail as before.
+
+Example:
+    >>> import warnings
+    >>> from offline_rl import BCConfig
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     sections = sectioned({"input": "/tmp/cartpole-out", "lr": 0.01}, BCConfig())
+    >>> sections["offline_data"]["input_"], sections["training"]["lr"]
+    ('/tmp/cartpole-out', 0.01)
+    >>> str(caught[0].message)[:62]
+    "old-stack key 'input' is offline_data(input_='/tmp/cartpole-ou"
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from offline_rl.errors import ConfigError
+from offline_rl.settings.sections import LAYOUT
+
+#: offline-rl's own source folder (warnings are shown at the first caller outside it).
+PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
+#: The estimators the old stack's ``input_evaluation`` names.
+OLD_ESTIMATOR_NAMES = {"is": "ImportanceSampling", "wis": "WeightedImportanceSampling"}
+#: Exploration keys: acting in the env does not happen while training from data, and
+#: evaluation acts greedily, so they change nothing unless the algorithm takes them.
+EXPLORATION_KEYS = ("explore", "exploration_config", "exploration_fraction",
+                    "exploration_final_eps")
+
+
+def _json_input(path: Any) -> dict[str, Any]:
+    """The old stack's ``input`` path: SampleBatch JSON files, as its ``JsonReader`` read."""
+    return {"input_": path, "input_read_method": "read_json", "input_read_sample_batches": True}
+
+
+def _input(value: Any) -> dict[str, Any]:
+    if value == "sampler":
+        raise ConfigError("input='sampler' (experience the current policy collects in the env) "
+                          "is not supported yet: offline-rl trains from recorded data; record "
+                          "some with `offline-rl record` or `datasets make` and give its path")
+    if value == "dataset":  # the path is input_config's
+        return {}
+    if callable(value):
+        raise ConfigError("input as a callable (a custom InputReader) is not supported yet; "
+                          "give the path of the recorded data, or read it with "
+                          "offline_data(input_read_method=<a function returning a Ray Dataset>)")
+    return {"input_": value} if isinstance(value, dict) else _json_input(value)
+
+
+def _input_config(value: dict[str, Any]) -> dict[str, Any]:
+    _known_keys("input_config", value, ("format", "path", "parallelism",
+                                        "num_cpus_per_read_task"))
+    options = (_json_input(value["path"]) if value.get("format", "json") == "json"
+               else {"input_": value["path"], "input_read_method": "read_parquet"}
+               ) if "path" in value else {}
+    kwargs = {}
+    if "parallelism" in value:
+        kwargs["override_num_blocks"] = value["parallelism"]
+    if "num_cpus_per_read_task" in value:
+        kwargs["ray_remote_args"] = {"num_cpus": value["num_cpus_per_read_task"]}
+    return {**options, **({"input_read_method_kwargs": kwargs} if kwargs else {})}
+
+
+def _output(value: Any) -> dict[str, Any]:
+    if value == "logdir":
+        raise ConfigError("output='logdir' writes into the run's folder, which only the command "
+                          "line knows (`offline-rl train --run ...`); in Python give a path")
+    if callable(value):
+        raise ConfigError("output as a callable (a custom OutputWriter) is not supported yet; "
+                          "give a path")
+    return {} if value == "dataset" else {"output": value}
+
+
+def _output_config(value: dict[str, Any]) -> dict[str, Any]:
+    _known_keys("output_config", value, ("format", "path", "max_num_samples_per_file",
+                                         "store_infos"))
+    options: dict[str, Any] = {"output": value["path"]} if "path" in value else {}
+    if "format" in value:
+        options.update(output_write_method=f"write_{value['format']}",
+                       output_write_episodes=False)
+    if "max_num_samples_per_file" in value:
+        options["output_max_rows_per_file"] = value["max_num_samples_per_file"]
+    return options  # store_infos: infos are always written (as RLlib's torch policies do)
+
+
+def _input_evaluation(value: Any) -> dict[str, Any]:
+    names = [value] if isinstance(value, str) else list(value)
+    methods = {name: {"type": OLD_ESTIMATOR_NAMES.get(name, name)}
+               for name in names if name != "simulation"}
+    options: dict[str, Any] = {"off_policy_estimation_methods": methods} if methods else {}
+    return {**options, "evaluation_interval": 1} if names else {}
+
+
+def _postprocess_inputs(value: Any) -> dict[str, Any]:
+    if value:
+        raise ConfigError("postprocess_inputs=True is not supported: the learner connector "
+                          "pipeline computes what postprocessing did (advantages for MARWIL, "
+                          "n-step returns with n_step), from the recorded episodes")
+    return {}
+
+
+def _framework(value: Any) -> dict[str, Any]:
+    if value != "torch":
+        raise ConfigError(f"framework={value!r}: offline-rl's learners are torch only; drop "
+                          "the key or set framework='torch'")
+    return {}
+
+
+#: The old stack's keys and the options that do the same here.
+OLD_STACK_KEYS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "input": _input,
+    "input_config": _input_config,
+    "output": _output,
+    "output_config": _output_config,
+    "input_evaluation": _input_evaluation,
+    "actions_in_input_normalized": lambda flag: {"input_actions_normalized": bool(flag)},
+    "num_workers": lambda n: {"num_env_runners": n} if n else {},
+    "evaluation_num_workers": lambda n: {"evaluation_num_env_runners": n},
+    "train_batch_size": lambda n: {"train_batch_size_per_learner": n},
+    "postprocess_inputs": _postprocess_inputs,
+    "framework": _framework,
+}
+
+
+def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
+    """``values`` (flat keys of ``config``'s options or old-stack keys) in ``to_dict``'s
+    layout; ``ConfigError`` for unknown keys and old keys offline-rl refuses."""
+    owners = {name: section for section in LAYOUT for name in config.section_options(section)}
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in OLD_STACK_KEYS:  # before the options: ``output`` is both
+            flat.update(_translated(key, OLD_STACK_KEYS[key](value), owners))
+        elif key in owners:
+            flat[key] = value
+        elif key == "shuffle_buffer_size":  # batches, as the old stack counted; here rows
+            batch = values.get("train_batch_size", values.get(
+                "train_batch_size_per_learner",
+                config.sections.training.train_batch_size_per_learner))
+            shuffle = {"local_shuffle_buffer_size": value * batch} if value else {}
+            flat.update(_translated(key, {"iter_batches_kwargs": {
+                **values.get("iter_batches_kwargs", {}), **shuffle}} if shuffle else {}, owners))
+        elif key in EXPLORATION_KEYS:
+            _warn(f"{key}={value!r} has no effect: training from data acts in no env, and "
+                  "evaluation acts greedily")
+        elif isinstance(value, dict):
+            raise ConfigError(f"unknown config section {key!r}; sections are "
+                              f"{['algorithm', *LAYOUT]}")
+        else:
+            raise ConfigError(f"unknown config key {key!r}: not a section {list(LAYOUT)}, an "
+                              f"option of {type(config).__name__}, or a known RLlib old-stack "
+                              f"key ({sorted(OLD_STACK_KEYS)})")
+    if "evaluation_config" in flat:
+        flat["evaluation_config"] = _evaluation_overrides(flat["evaluation_config"], config)
+    if flat.get("off_policy_estimation_methods") and "input_" in flat and not flat.get(
+            "evaluation_config", {}).get("input_"):
+        held_out = {name: flat[name] for name in ("input_", "input_read_method",
+                                                  "input_read_sample_batches") if name in flat}
+        _warn("off_policy_estimation_methods estimate on the training input, as RLlib's old "
+              "stack did; give held-out data with evaluation_config={'input_': ...}")
+        flat["evaluation_config"] = {**flat.get("evaluation_config", {}), **held_out}
+    result: dict[str, dict[str, Any]] = {}
+    for key, value in flat.items():
+        result.setdefault(owners[key], {})[key] = value
+    return result
+
+
+def _translated(key: str, options: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
+    """``options`` (what old-stack ``key`` became), after one warning naming them as the
+    builder calls that set them (none when ``key`` is an option of the same meaning)."""
+    if options and list(options) != [key]:
+        calls: dict[str, list[str]] = {}
+        for name, option in options.items():
+            calls.setdefault(owners[name], []).append(f"{name}={option!r}")
+        shown = " and ".join(f"{section}({', '.join(parts)})" for section, parts in calls.items())
+        _warn(f"old-stack key {key!r} is {shown}")
+    return options
+
+
+def _evaluation_overrides(overrides: Any, config: Any) -> Any:
+    """``evaluation_config`` with old-stack keys (``input``, ``explore``, ...) translated; only
+    ``offline_data`` options stay (the section check names any other)."""
+    if not isinstance(overrides, dict):
+        return overrides
+    translated = sectioned(overrides, config)
+    return {**translated.pop("offline_data", {}),
+            **{key: value for section in translated.values() for key, value in section.items()}}
+
+
+def _warn(message: str) -> None:
+    """A ``UserWarning`` shown at the first caller outside offline-rl."""
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level + 1)
+
+
+def _known_keys(option: str, value: Any, known: tuple[str, ...]) -> None:
+    if not isinstance(value, dict) or set(value) - set(known):
+        raise ConfigError(f"{option} takes a dict of {list(known)}, got {value!r}")
