@@ -80,6 +80,8 @@ def test_a_flat_config_with_old_keys_trains_as_its_sections_say(tmp_path):
     ({"num_sgd_iter": 3}, r"unknown config key 'num_sgd_iter': not a section"),
     ({"lr": 0.1, "training": {"lr": 0.2}}, r"\['lr'\] set both in section 'training' and as "
                                            r"flat keys"),
+    ({"input": "/a", "input_": "/b"}, r"'input_' sets \['input_'\], which another key of the "
+                                      r"config sets too"),
 ])
 def test_old_keys_without_an_equivalent_and_unknown_keys_are_refused(values, message):
     with pytest.raises(ConfigError, match=message):

@@ -140,9 +140,9 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
     flat: dict[str, Any] = {}
     for key, value in values.items():
         if key in OLD_STACK_KEYS:  # before the options: ``output`` is both
-            flat.update(_translated(key, OLD_STACK_KEYS[key](value), owners))
+            _merge(flat, key, _translated(key, OLD_STACK_KEYS[key](value), owners))
         elif key in owners:
-            flat[key] = value
+            _merge(flat, key, {key: value})
         elif key == "shuffle_buffer_size":  # batches, as the old stack counted; here rows
             batch = values.get("train_batch_size", values.get(
                 "train_batch_size_per_learner",
@@ -173,6 +173,15 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
     for key, value in flat.items():
         result.setdefault(owners[key], {})[key] = value
     return result
+
+
+def _merge(flat: dict[str, Any], key: str, options: dict[str, Any]) -> None:
+    """Adds ``options`` (what ``key`` set) to ``flat``; an option two keys set is an error."""
+    twice = sorted(set(flat) & set(options))
+    if twice:
+        raise ConfigError(f"{key!r} sets {twice}, which another key of the config sets too; "
+                          "set each once")
+    flat.update(options)
 
 
 def _translated(key: str, options: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
