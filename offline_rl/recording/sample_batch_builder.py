@@ -89,8 +89,9 @@ class SampleBatchBuilder:
 def episode_to_sample_batch(episode: SingleAgentEpisode) -> SampleBatch:
     """A finished episode's steps as the columns the seed's ``add_values`` calls give: ``t``,
     ``eps_id``, ``agent_index``, ``obs``, ``actions``, ``rewards``, ``new_obs``,
-    ``terminateds``, ``truncateds``, ``infos`` and each extra model output (``action_prob``,
-    ``action_logp``...).
+    ``terminateds``, ``truncateds``, each extra model output (``action_prob``,
+    ``action_logp``...) and ``infos`` unless all are empty (as the tabular writer does; RLlib
+    2.60's new-stack reader of SampleBatch JSON fails on an ``infos`` column).
 
     Example:
         >>> episode = SingleAgentEpisode("e1", observations=[[0.0], [1.0], [2.0]], actions=[0, 1],
@@ -114,7 +115,8 @@ def episode_to_sample_batch(episode: SingleAgentEpisode) -> SampleBatch:
             Columns.REWARDS: episode.get_rewards(step),
             Columns.TERMINATEDS: last and episode.is_terminated,
             Columns.TRUNCATEDS: last and episode.is_truncated,
-            Columns.INFOS: infos[step + 1], Columns.NEXT_OBS: observations[step + 1],
+            Columns.NEXT_OBS: observations[step + 1],
+            **({Columns.INFOS: infos[step + 1]} if any(infos[1:]) else {}),
             **{name: values[step] for name, values in extras.items()},
         })
     return builder.build_and_reset()
