@@ -47,6 +47,11 @@ _LAZY = {
     "EpisodeReplayBuffer": "offline_rl.episodes.replay_buffer",
     "RLModuleSpec": "offline_rl.models.rl_module_spec",
     "DefaultModelConfig": "offline_rl.models.model_config",
+    "ExperienceLogger": "offline_rl.recording.experience_logger",
+    "JsonWriter": "offline_rl.recording.json_writer",
+    "SampleBatch": "offline_rl.recording.sample_batch_builder",
+    "SampleBatchBuilder": "offline_rl.recording.sample_batch_builder",
+    "get_preprocessor": "offline_rl.recording.preprocessors",
 }
 
 __all__ = [

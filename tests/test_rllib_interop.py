@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 import ray.data
 
-from offline_rl import BCConfig
+from offline_rl import BCConfig, ExperienceLogger
 from offline_rl.inspection import inspect_dataset
+from offline_rl.settings.offline_data import OfflineDataConfig
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -164,11 +165,36 @@ def our_writes(ray_session, rllib_recordings, tmp_path_factory) -> dict[str, Pat
                  str(root / "convert-json"), "--from", "json"]) == 0
     writes["convert-tabular"] = root / "convert-tabular"
     writes["convert-json"] = root / "convert-json"
+    for name, options, sample_batches in (
+            ("app-logger-episodes", {}, False),
+            # RLlib 2.60's new-stack reader indexes a compressed new_obs column as if it held
+            # one value per row (so fails on its own JsonWriter's default): obs only here.
+            ("app-logger-sample-batches", {"output_write_episodes": False,
+                                           "output_write_method": "write_json",
+                                           "output_compress_columns": ["obs"]}, True)):
+        with ExperienceLogger(OfflineDataConfig(output=str(root / name), **options),
+                              sample_batches=sample_batches) as logger:
+            app_plays_cartpole(logger, episodes=4)
+        writes[name] = root / name
     return writes
 
 
+def app_plays_cartpole(logger: ExperienceLogger, episodes: int) -> None:
+    """An application logging CartPole sessions it serves, acting at random."""
+    env = gym.make("CartPole-v1")
+    for seed in range(episodes):
+        obs, info = env.reset(seed=seed)
+        episode, done = logger.start_episode(obs, info), False
+        while not done:
+            action = int(env.action_space.sample())
+            obs, reward, terminated, truncated, info = env.step(action)
+            logger.log_step(episode, action, reward, obs, terminated=terminated,
+                            truncated=truncated, info=info, action_prob=0.5)
+            done = terminated or truncated
+
+
 EPISODE_WRITES = ("recorder-episodes", "evaluate-output", "datasets-make-episodes",
-                  "convert-tabular", "convert-json")
+                  "convert-tabular", "convert-json", "app-logger-episodes")
 
 
 @pytest.mark.parametrize("name", EPISODE_WRITES)
@@ -217,6 +243,41 @@ def test_rllib_bc_trains_on_our_tabular_data(our_writes, compress):
     inputs = ([str(our_writes["recorder-tabular-compress-obs"])] if compress else
               [str(our_writes["recorder-tabular"]), str(our_writes["datasets-make-tabular"])])
     result = rllib_bc_trains(inputs, input_compress_columns=compress)
+    assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
+
+
+def test_rllib_json_reader_reads_our_sample_batches_as_written(our_writes, tmp_path):
+    from ray.rllib.offline.json_reader import JsonReader
+
+    from offline_rl import JsonWriter, SampleBatchBuilder
+
+    builder, rng = SampleBatchBuilder(), np.random.default_rng(0)
+    for t in range(5):
+        builder.add_values(t=t, eps_id=3, agent_index=0, obs=rng.normal(size=4),
+                           actions=t % 2, action_prob=0.5, action_logp=np.log(0.5),
+                           rewards=1.0, terminateds=t == 4, truncateds=False, infos={"t": t},
+                           new_obs=rng.normal(size=4))
+    written = builder.build_and_reset()
+    for compress in ([], ["obs", "new_obs"]):
+        with JsonWriter(str(tmp_path / str(len(compress))), compress_columns=compress) as writer:
+            writer.write(written)
+        (read,) = JsonReader(str(tmp_path / str(len(compress)))).read_all_files()
+        assert sorted(read) == sorted(written)
+        for name, column in written.items():
+            np.testing.assert_array_equal(read[name], column, err_msg=name)
+    logged = list(JsonReader(str(our_writes["app-logger-sample-batches"])).read_all_files())
+    assert len(logged) == 4
+    for batch in logged:
+        (episode,) = batch.split_by_episode()
+        assert episode["terminateds"][-1] or episode["truncateds"][-1]
+        np.testing.assert_array_equal(episode["obs"][1:], episode["new_obs"][:-1])
+        np.testing.assert_allclose(episode["action_prob"], 0.5)
+
+
+def test_rllib_bc_trains_on_our_sample_batches(our_writes):
+    result = rllib_bc_trains([str(our_writes["app-logger-sample-batches"])],
+                             input_read_sample_batches=True, input_read_method="read_json",
+                             input_compress_columns=["obs"])
     assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
 
 

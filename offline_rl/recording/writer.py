@@ -5,9 +5,9 @@ one folder per flush; the run id (``output_folder.new_run_id``: start time and a
 keeps a second recording into the same folder from replacing the first one's files. After each
 flush the writer lists every file it wrote in its manifest,
 ``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.output_folder``).
-Each file is written under a hidden temporary name (Ray Data and pyarrow skip names starting
-with ``.``) and renamed into place when complete, so an interrupted recording never leaves a
-file that reads as whole but holds part of the data.
+Each file is written in the output's hidden staging folder and moved into place when complete
+(``offline_rl.recording.staging``), so an interrupted recording never leaves a file that reads
+as whole but holds part of the data.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import base64
 import io
 import json
 import os
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import filesystem_path
 from offline_rl.recording.output_folder import new_run_id, write_manifest
+from offline_rl.recording.staging import StagedFile
 from offline_rl.settings.offline_data import WRITE_METHODS
 
 
@@ -116,7 +116,6 @@ class EpisodeWriter:
         table = (_episodes_table(self._episodes) if self.write_episodes
                  else _tabular_table(self._episodes, self.compress_columns))
         folder = f"{self.folder}/run-{self.run_id}-{self.runner_index:06d}-{self._writes:05d}"
-        self.filesystem.create_dir(folder, recursive=True)
         paths = [self._write_atomically(part, f"{folder}/part-{number:05d}.{self.format}")
                  for number, part in enumerate(self._parts(table))]
         self._writes += 1
@@ -135,14 +134,11 @@ class EpisodeWriter:
         return [table.slice(start, rows) for start in range(0, table.num_rows, rows)]
 
     def _write_atomically(self, table: pa.Table, path: str) -> str:
-        folder, name = path.rsplit("/", 1)
-        temporary = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
-        with self.filesystem.open_output_stream(temporary) as stream:
+        with StagedFile(self.filesystem, self.output, path) as staged:
             if self.format == "parquet":
-                pq.write_table(table, stream, **self.write_kwargs)
+                pq.write_table(table, staged.stream, **self.write_kwargs)
             else:
-                stream.write(_json_lines(table))
-        self.filesystem.move(temporary, path)
+                staged.write(_json_lines(table))
         return path
 
 
