@@ -103,7 +103,7 @@ def test_direct_method_and_doubly_robust_find_the_closed_form_value_of_a_chain()
     config = {"n_iters": 200, "fcnet_hiddens": [16], "lr": 1e-2, "polyak_coef": 0.5}
     for kind in (DirectMethod, DoublyRobust):
         estimator = kind(tabular_policy(TARGET), gamma=0.9, q_model_config=config)
-        assert estimator.train(data)["fqe_loss"] < 1e-3
+        assert estimator.train(data)["loss"] < 1e-3
         estimate = estimator.estimate(data)
         assert estimate["v_target"] == pytest.approx(1.88, abs=0.02), kind
         assert estimate["v_behavior"] == pytest.approx(np.mean(
@@ -228,7 +228,7 @@ def test_a_config_estimates_on_held_out_tabular_or_episode_data_without_an_env(
         untrained = algo.evaluate()["off_policy_estimation"]
         trained = algo.train()["evaluation"]["off_policy_estimation"]
     assert sorted(trained) == ["dr", "is", "wis"]
-    assert set(ESTIMATE_KEYS) <= set(trained["dr"]) and trained["dr"]["fqe_loss"] >= 0
+    assert set(ESTIMATE_KEYS) <= set(trained["dr"]) and trained["dr"]["loss"] >= 0
     assert trained["is"]["v_behavior"] == pytest.approx(np.mean(returns))
     assert trained["is"]["v_target"] != untrained["is"]["v_target"]  # the current module
     episodes_config = held_out_config(cartpole_data, {"input_": str(tmp_path / "episodes"),

@@ -30,6 +30,19 @@ def test_bc_is_a_tune_trainable_in_either_import_order(first):
     assert finished.returncode == 0, finished.stderr
 
 
+def test_connectors_import_after_ray_tune_without_a_cycle():
+    """Importing a lower layer (connectors imports offline_rl.episodes) while Tune is loaded
+    registers the algorithms without importing the algorithm stack, which imports
+    connectors."""
+    finished = run_python(
+        "import sys\n"
+        "from ray import tune\n"
+        "from connectors import AddObservationsFromEpisodesToBatch\n"
+        "assert 'offline_rl.algorithms.algorithm_config' not in sys.modules\n"
+        f"{RESOLVE_BC}")
+    assert finished.returncode == 0, finished.stderr
+
+
 def test_offline_rl_works_without_ray_tune_and_never_imports_it():
     """``pydantic`` is one of ray[tune]'s dependencies that ray[data] lacks."""
     finished = run_python(

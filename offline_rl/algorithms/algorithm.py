@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
     from offline_rl.core.learner_group import LearnerGroup
     from offline_rl.evaluation.evaluation_runners import EvaluationRunners
+    from offline_rl.evaluation.off_policy.policy import Policy
 
 #: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
@@ -195,6 +196,14 @@ class Algorithm:
         """The trained torch policy module (learner 0's weights with remote learners)."""
         return self.learner_group.module
 
+    def get_policy(self, policy_id: str = DEFAULT_MODULE_ID) -> Policy:
+        """RLlib's ``Policy`` of the trained module (which off-policy estimators take)."""
+        from offline_rl.evaluation.off_policy.policy import Policy
+
+        if policy_id != DEFAULT_MODULE_ID:
+            raise ConfigError(f"no policy {policy_id!r}; the only one is {DEFAULT_MODULE_ID!r}")
+        return Policy(self.module)
+
     @surface_errors
     def train(self) -> dict[str, Any]:
         """One training iteration; evaluates too when ``evaluation_interval`` says so.
@@ -316,9 +325,8 @@ class Algorithm:
         """Writes a checkpoint folder (weights, optimizer, config, counters); returns its path."""
         from offline_rl.core.random_states import random_states  # imported by start_ray
 
-        config = self.config.copy().environment(
-            observation_space=self.observation_space, action_space=self.action_space
-        )
+        config = self.config.copy().environment(observation_space=self.observation_space,
+                                                action_space=self.action_space)
         state = {
             "algorithm": config.algo_name,
             "training_iteration": self.iteration,
@@ -355,8 +363,7 @@ class Algorithm:
                 checkpoint.restore_random_states(path, state["rng_states"])
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path,
-                        config: AlgorithmConfig | None = None) -> Algorithm:
+    def from_checkpoint(cls, path: str | Path, config: AlgorithmConfig | None = None) -> Algorithm:
         """Builds the algorithm of a checkpoint (with its saved config unless one is given)."""
         algorithm = (config or checkpoint.read_config(path)).build()
         try:

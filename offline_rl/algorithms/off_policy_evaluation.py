@@ -44,7 +44,8 @@ class OffPolicyEvaluation:
     current policy, if it has one) and ``estimate``. A method is ``{"type": ..., **args}``:
     ``type`` one of ``ESTIMATORS`` (a class or its name) or a ``"package.module:Name"``
     subclass of ``OffPolicyEstimator``; the arguments are its constructor's (``gamma``
-    defaults to the algorithm's, else 0.99; ``epsilon_greedy``; ``q_model_config``)."""
+    defaults to the algorithm's, else 0.99; ``epsilon_greedy``; ``q_model_config``), checked
+    here, as the algorithm is built: ``ConfigError`` names the method and the argument."""
 
     def __init__(self, config: Any, spaces: tuple[gym.Space, gym.Space]):
         self.methods: dict[str, tuple[type[OffPolicyEstimator], dict[str, Any]]] = {}
@@ -55,9 +56,13 @@ class OffPolicyEvaluation:
                          **{key: value for key, value in spec.items() if key != "type"}}
             accepted = list(inspect.signature(kind).parameters)[1:]
             unknown = sorted(set(arguments) - set(accepted))
+            where = f"off_policy_estimation_methods[{name!r}]: {kind.__name__}"
             if unknown:
-                raise ConfigError(f"off_policy_estimation_methods[{name!r}]: {kind.__name__} "
-                                  f"takes no {unknown}; it takes {accepted}")
+                raise ConfigError(f"{where} takes no {unknown}; it takes {accepted}")
+            try:
+                kind.check_arguments(arguments)
+            except ConfigError as error:
+                raise ConfigError(f"{where}: {error}") from None
             self.methods[name] = kind, arguments
         held_out = config.copy().offline_data(**evaluation.evaluation_config)
         try:

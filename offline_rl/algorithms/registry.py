@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import sys
+
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object, import_path
 
@@ -74,6 +76,17 @@ def note_config_class(config_class: type) -> None:
     name = vars(config_class).get("algo_name")
     if name and name not in _REGISTRY:
         _REGISTRY[name] = config_class
+    register_config_classes_with_tune()
+
+
+def register_config_classes_with_tune() -> None:
+    """Once ``ray.tune`` is imported, makes every config class defined so far one of Tune's
+    configs (``_Config``), which ``tune.Tuner(param_space=config)`` turns into a dict with
+    ``to_dict``; without Tune, does nothing (and never imports it)."""
+    tune = sys.modules.get("ray.tune.tune")
+    if tune is not None:
+        for config_class in _DEFINED.values():
+            tune._Config.register(config_class)
 
 
 def saved_config_class(name: str, saved_class: str | None, default: type) -> type:

@@ -28,19 +28,26 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import ray
 from ray import tune
 from ray.tune.registry import register_trainable
-from ray.tune.tune import _Config
 
-from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-from offline_rl.algorithms.registry import get_algorithm_config_class, registered_algorithms
+from offline_rl.algorithms.registry import (
+    get_algorithm_config_class,
+    register_config_classes_with_tune,
+    registered_algorithms,
+)
 from offline_rl.data.resources import READ_TASK_CPUS, pool_range
 from offline_rl.errors import ResourceError
 from offline_rl.names import EVALUATION_RESULTS
+
+if TYPE_CHECKING:
+    # Registering runs whenever offline_rl and ray.tune are both imported, possibly while a
+    # lower layer (connectors) is still importing: it must not import the algorithm stack.
+    from offline_rl.algorithms.algorithm import Algorithm
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 
 class AlgorithmTrainable(tune.Trainable):
@@ -133,7 +140,7 @@ def register_with_tune() -> None:
     ``param_space`` take a config object. Runs when this module is imported (by
     ``offline_rl``, once ``ray.tune`` is); call it again after ``register_algorithm`` to add
     algorithms registered later."""
-    _Config.register(AlgorithmConfig)
+    register_config_classes_with_tune()
     for name in registered_algorithms():
         register_trainable(name, trainable_class(name))
 

@@ -9,39 +9,49 @@ from typing import Any
 import numpy as np
 
 from offline_rl.evaluation.off_policy.estimator import LoggedData, OffPolicyEstimator
-from offline_rl.evaluation.off_policy.fitted_q_evaluation import FittedQEvaluation, FQEConfig
+from offline_rl.evaluation.off_policy.fitted_q_evaluation import q_model_of
 from offline_rl.evaluation.off_policy.logged_episodes import LoggedEpisode, logged_episodes
+from offline_rl.evaluation.off_policy.policy import Policy
 
 
 class DirectMethod(OffPolicyEstimator):
     """An episode's value is ``V(s_0)`` of a fitted Q evaluation model (``q_model_config``:
-    see ``FQEConfig``), trained by ``train(data)`` before ``estimate``. Low variance; as
-    biased as the model.
+    RLlib's ``{"type": FQETorchModel, **options}``, see ``q_model_of``), trained by
+    ``train(data)`` before ``estimate``. Low variance; as biased as the model.
 
     Example:
         >>> import gymnasium as gym
         >>> from offline_rl.models.model_config import DefaultModelConfig
         >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule
+        >>> from offline_rl.evaluation.off_policy import FQETorchModel, Policy
         >>> module = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2),
         ...                               DefaultModelConfig(fcnet_hiddens=[]))
         >>> bandit = {"eps_id": [0, 1, 2, 3], "obs": [[0.0]] * 4, "actions": [0, 1, 0, 1],
         ...           "rewards": [1.0, 1.0, 1.0, 1.0], "new_obs": [[0.0]] * 4,
         ...           "terminateds": [True] * 4, "action_prob": [0.5] * 4}
-        >>> estimator = DirectMethod(module, q_model_config={"n_iters": 300})
-        >>> estimator.train(bandit)["fqe_loss"] < 1e-3
+        >>> estimator = DirectMethod(policy=Policy(module), gamma=0.99,
+        ...                          q_model_config={"type": FQETorchModel, "n_iters": 300})
+        >>> estimator.train(bandit)["loss"] < 1e-3
         True
         >>> round(estimator.estimate(bandit)["v_target"], 2)
         1.0
     """
 
-    def __init__(self, module: Any, *, gamma: float = 0.99, epsilon_greedy: float | None = None,
+    def __init__(self, policy: Policy | Any, gamma: float = 0.99, *,
+                 epsilon_greedy: float | None = None,
                  q_model_config: Mapping[str, Any] | None = None):
-        super().__init__(module, gamma=gamma, epsilon_greedy=epsilon_greedy)
-        self.model = FittedQEvaluation(self.policy, gamma,
-                                       FQEConfig.from_dict(q_model_config or {}))
+        super().__init__(policy, gamma, epsilon_greedy=epsilon_greedy)
+        kind, config = q_model_of(q_model_config)
+        self.model = kind(self.policy, self.gamma, config)
+
+    @classmethod
+    def check_arguments(cls, arguments: Mapping[str, Any]) -> None:
+        """Also ``q_model_config`` (see ``q_model_of``)."""
+        super().check_arguments(arguments)
+        q_model_of(arguments.get("q_model_config"))
 
     def train(self, data: LoggedData) -> dict[str, float]:
-        """Fits the Q-model to ``data``; returns ``fqe_loss``."""
+        """Fits the Q-model to ``data``; returns its ``loss``."""
         return self.model.train(logged_episodes(data))
 
     def episode_values(self, episodes: list[LoggedEpisode]

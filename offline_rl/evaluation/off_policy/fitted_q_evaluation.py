@@ -1,5 +1,6 @@
 """Fitted Q evaluation: a torch Q-network of the target policy, fitted to the logged steps by
-temporal differences, for the model-based estimators (``DirectMethod``, ``DoublyRobust``)."""
+temporal differences, for the model-based estimators (``DirectMethod``, ``DoublyRobust``):
+``FQETorchModel``, as RLlib names it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from offline_rl.errors import ConfigError
 from offline_rl.evaluation.off_policy.logged_episodes import LoggedEpisode
 from offline_rl.evaluation.off_policy.target_policy import TargetPolicy
+from offline_rl.import_path import resolve_class
 from offline_rl.models.model_config import ACTIVATIONS
 from offline_rl.models.target_networks import polyak
 from offline_rl.models.torch_rl_module import mlp
@@ -21,8 +23,9 @@ from offline_rl.models.torch_rl_module import mlp
 
 @dataclass(frozen=True)
 class FQEConfig:
-    """The Q-model of fitted Q evaluation (an estimator's ``q_model_config``): the network
-    (``fcnet_hiddens``, ``fcnet_activation``), Adam's ``lr``, ``n_iters`` passes over the data
+    """The Q-model of fitted Q evaluation (an estimator's ``q_model_config``, but for its
+    ``type``): the network (``fcnet_hiddens``, ``fcnet_activation``), Adam's ``lr``,
+    ``n_iters`` passes over the data
     in minibatches of ``minibatch_size`` steps, the target network moved ``polyak_coef``
     towards the Q-network after each minibatch, ``num_action_samples`` policy actions
     averaged for a state's value (``Box`` actions; ``Discrete`` ones are summed exactly), and
@@ -45,14 +48,17 @@ class FQEConfig:
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ConfigError(f"q_model_config has unknown keys {unknown}; known: {known}")
-        config = cls(**{**values, "fcnet_hiddens": tuple(values.get("fcnet_hiddens",
-                                                                    cls.fcnet_hiddens))})
+        hiddens = values.get("fcnet_hiddens", cls.fcnet_hiddens)
+        if not isinstance(hiddens, list | tuple):
+            raise ConfigError(f"q_model_config fcnet_hiddens must be a list of layer sizes, "
+                              f"got {hiddens!r}")
+        config = cls(**{**values, "fcnet_hiddens": tuple(hiddens)})
         config.check()
         return config
 
     def check(self) -> None:
         """Raises ``ConfigError`` naming the first value out of range."""
-        if self.fcnet_activation not in ACTIVATIONS:
+        if not isinstance(self.fcnet_activation, str) or self.fcnet_activation not in ACTIVATIONS:
             raise ConfigError(f"q_model_config fcnet_activation must be one of "
                               f"{sorted(ACTIVATIONS)}, got {self.fcnet_activation!r}")
         counts = {"n_iters": self.n_iters, "minibatch_size": self.minibatch_size,
@@ -61,14 +67,21 @@ class FQEConfig:
         for name, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"q_model_config {name} must be an int >= 1, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(f"q_model_config seed must be an int >= 0, got {self.seed!r}")
+        for name in ("lr", "polyak_coef"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigError(f"q_model_config {name} must be a number, got {value!r}")
         if not self.lr > 0 or not 0 < self.polyak_coef <= 1:
             raise ConfigError(f"q_model_config needs lr > 0 and polyak_coef in (0, 1], got "
                               f"lr={self.lr}, polyak_coef={self.polyak_coef}")
 
 
-class FittedQEvaluation:
+class FQETorchModel:
     """``Q(s, a)`` of the target policy: ``train`` fits ``Q(s, a) = r + gamma * (1 -
-    terminated) * V(s')`` on logged steps with ``V(s') = E_{a'~pi}[Q_target(s', a')]``."""
+    terminated) * V(s')`` on logged steps with ``V(s') = E_{a'~pi}[Q_target(s', a')]``.
+    Estimators build it from their ``q_model_config`` (see ``q_model_of``)."""
 
     def __init__(self, policy: TargetPolicy, gamma: float, config: FQEConfig):
         space = policy.module.observation_space
@@ -110,7 +123,7 @@ class FittedQEvaluation:
 
     def train(self, episodes: list[LoggedEpisode]) -> dict[str, float]:
         """Fits the Q-network; returns the mean squared TD error of the last pass
-        (``fqe_loss``)."""
+        (``loss``)."""
         obs = np.concatenate([episode.obs for episode in episodes])
         next_obs = np.concatenate([episode.next_obs for episode in episodes])
         actions = self._tensor(np.concatenate([episode.actions for episode in episodes]))
@@ -136,7 +149,7 @@ class FittedQEvaluation:
                 polyak((self.target_q, self.q), tau=self.config.polyak_coef)
                 losses.append(loss.item())
         self.trained = True
-        return {"fqe_loss": float(np.mean(losses))}
+        return {"loss": float(np.mean(losses))}
 
     def _ready(self) -> None:
         if not self.trained:
@@ -155,3 +168,34 @@ class FittedQEvaluation:
         self._ready()
         with torch.no_grad():
             return self._values(self.q, obs).double().cpu().numpy()
+
+
+def q_model_of(q_model_config: Mapping[str, Any] | None) -> tuple[type[FQETorchModel], FQEConfig]:
+    """The Q-model class and config of an estimator's ``q_model_config``: RLlib's
+    ``{"type": FQETorchModel, **options}``, ``type`` (optional) being ``FQETorchModel`` or a
+    subclass, its name, or a ``"package.module:Name"`` path to one in a module this process
+    imported (as a config file would give it), and the options ``FQEConfig``'s fields.
+    ``ConfigError`` names a bad type, key or value.
+
+    Example:
+        >>> kind, config = q_model_of({"type": "FQETorchModel", "n_iters": 160})
+        >>> kind.__name__, config.n_iters, config.polyak_coef
+        ('FQETorchModel', 160, 0.05)
+        >>> q_model_of({"type": dict})
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.ConfigError: q_model_config type <class 'dict'> is no Q-model; ...
+    """
+    if not isinstance(q_model_config, Mapping | None):
+        raise ConfigError(f"q_model_config must be a dict of FQEConfig's fields and an "
+                          f"optional 'type', got {q_model_config!r}")
+    options = dict(q_model_config or {})
+    kind = options.pop("type", FQETorchModel)
+    if kind == FQETorchModel.__name__:
+        kind = FQETorchModel
+    elif isinstance(kind, str):
+        kind = resolve_class(kind, FQETorchModel, "q_model_config type")
+    if not (isinstance(kind, type) and issubclass(kind, FQETorchModel)):
+        raise ConfigError(f"q_model_config type {kind!r} is no Q-model; use FQETorchModel (or "
+                          "a subclass of it)")
+    return kind, FQEConfig.from_dict(options)

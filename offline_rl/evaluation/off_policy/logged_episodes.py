@@ -19,6 +19,11 @@ NO_PROBABILITIES_FIX = (
     "the behaviour policy's, so record the data with the policy's action_logp (offline-rl "
     "record and RLlib's output do) or add an action_prob column")
 
+#: The columns of logged steps that must be there, and all those read.
+REQUIRED_COLUMNS = (Columns.EPS_ID, Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
+                    Columns.NEXT_OBS, Columns.TERMINATEDS)
+STEP_COLUMNS = (*REQUIRED_COLUMNS, Columns.T, Columns.ACTION_LOGP, Columns.ACTION_PROB)
+
 
 @dataclass(frozen=True)
 class LoggedEpisode:
@@ -42,9 +47,9 @@ class LoggedEpisode:
         return float(np.sum(self.rewards * gamma ** np.arange(len(self))))
 
 
-def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | Mapping[str, Any]
-                    ) -> list[LoggedEpisode]:
-    """``data`` as ``LoggedEpisode``s (which pass as they are): a sequence of
+def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | SingleAgentEpisode
+                    | Mapping[str, Any]) -> list[LoggedEpisode]:
+    """``data`` as ``LoggedEpisode``s (which pass as they are): one or a sequence of
     ``SingleAgentEpisode`` (with
     ``action_logp`` or ``action_prob`` among their extra model outputs), or columns of steps
     (``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``, ``eps_id`` and
@@ -62,6 +67,8 @@ def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | Mapping
     """
     if isinstance(data, Mapping):
         return _episodes_of_steps(data)
+    if isinstance(data, SingleAgentEpisode):
+        data = [data]
     return [episode if isinstance(episode, LoggedEpisode) else _episode_of(episode, i)
             for i, episode in enumerate(data)]
 
@@ -89,8 +96,7 @@ def _episode_of(episode: SingleAgentEpisode, index: int) -> LoggedEpisode:
 
 
 def _episodes_of_steps(columns: Mapping[str, Any]) -> list[LoggedEpisode]:
-    required = [Columns.EPS_ID, Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
-                Columns.NEXT_OBS, Columns.TERMINATEDS]
+    required = list(REQUIRED_COLUMNS)
     missing = [name for name in required if name not in columns]
     if missing:
         raise DataFormatError(f"the logged steps lack the columns {missing}; off-policy "

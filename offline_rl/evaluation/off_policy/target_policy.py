@@ -13,6 +13,13 @@ from offline_rl.columns import Columns
 from offline_rl.errors import ConfigError
 
 
+def check_epsilon_greedy(epsilon_greedy: Any) -> None:
+    """Raises ``ConfigError`` unless ``epsilon_greedy`` is ``None`` or a number in [0, 1]."""
+    if epsilon_greedy is not None and (isinstance(epsilon_greedy, bool) or not isinstance(
+            epsilon_greedy, int | float) or not 0 <= epsilon_greedy <= 1):
+        raise ConfigError(f"epsilon_greedy must be None or in [0, 1], got {epsilon_greedy!r}")
+
+
 class TargetPolicy:
     """Probabilities of actions under ``module`` (an RLModule: ``forward_inference`` and
     ``get_inference_action_dist_cls``): its own distribution, or with ``epsilon_greedy`` set,
@@ -38,13 +45,12 @@ class TargetPolicy:
     def __init__(self, module: Any, *, epsilon_greedy: float | None = None):
         self.module = module
         self.action_space = module.action_space
-        if epsilon_greedy is not None:
-            if not isinstance(self.action_space, gym.spaces.Discrete):
-                raise ConfigError(f"epsilon_greedy={epsilon_greedy} needs Discrete actions, "
-                                  f"but the module acts in {self.action_space}; leave it None "
-                                  "to judge the module's own (stochastic) distribution")
-            if not 0 <= epsilon_greedy <= 1:
-                raise ConfigError(f"epsilon_greedy must be in [0, 1], got {epsilon_greedy}")
+        check_epsilon_greedy(epsilon_greedy)
+        if epsilon_greedy is not None and not isinstance(self.action_space,
+                                                         gym.spaces.Discrete):
+            raise ConfigError(f"epsilon_greedy={epsilon_greedy} needs Discrete actions, "
+                              f"but the module acts in {self.action_space}; leave it None "
+                              "to judge the module's own (stochastic) distribution")
         self.epsilon_greedy = epsilon_greedy
 
     @property
