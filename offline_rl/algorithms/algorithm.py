@@ -170,21 +170,19 @@ class Algorithm:
         return spec
 
     def recording_config(self) -> RecorderConfig:
-        """How ``evaluate()`` records to ``output``: the config's recorder settings, played by
-        ``evaluation_num_env_runners`` actors when set (else ``num_env_runners``)."""
+        """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""
         config = self.config.recorder_config()
-        runners = (self.config.sections.evaluation.evaluation_num_env_runners
-                   or config.env_runners.num_env_runners)
-        return dataclasses.replace(config, env_runners=dataclasses.replace(
-            config.env_runners, num_env_runners=runners))
+        runners = self.config.sections.evaluation.evaluation_num_env_runners
+        config.env_runners = dataclasses.replace(
+            config.env_runners, num_env_runners=runners or config.env_runners.num_env_runners)
+        return config
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
-        observation_space = self.config.sections.environment.observation_space
-        action_space = self.config.sections.environment.action_space
-        if self.evaluator is not None:
-            observation_space = observation_space or self.evaluator.observation_space
-            action_space = action_space or self.evaluator.action_space
-        return observation_space, action_space
+        environment, evaluator = self.config.sections.environment, self.evaluator
+        if evaluator is None:
+            return environment.observation_space, environment.action_space
+        return (environment.observation_space or evaluator.observation_space,
+                environment.action_space or evaluator.action_space)
 
     @property
     def num_updates_lifetime(self) -> int:
