@@ -93,10 +93,10 @@ class DQNConfig(AlgorithmConfig):
         - ``td_error_loss_fn``: ``"huber"`` (delta 1) or ``"mse"`` of the TD error;
         - ``exploration_config``: the policy acted with: ``{}`` greedy, ``{"type": "SoftQ",
           "temperature": T}`` Boltzmann over ``Q / T``, ``{"type": "EpsilonGreedy",
-          "final_epsilon": e}``. Recording samples it and off-policy estimators judge it
-          (SoftQ gives every action a probability);
-        - ``explore``: whether the policy's ``compute_actions`` (and so env evaluation)
-          samples that policy, else acts greedily on Q."""
+          "final_epsilon": e}``. Recording samples it and off-policy estimators judge it,
+          whatever ``explore`` says (SoftQ gives every action a probability);
+        - ``explore``: whether ``compute_actions`` (and so env evaluation) samples that
+          policy by default, else acts greedily on Q."""
         super().training(**kwargs)
         return self._set(self.sections.hyperparameters, locals())
 
