@@ -43,7 +43,8 @@ def test_prelearner_actors_import_neither_torch_nor_the_algorithms(ray_session, 
 
 
 @pytest.mark.parametrize("config_name", ["BCConfig", "CQLConfig", "DiscreteCQLConfig",
-                                         "IQLConfig", "MARWILConfig", "TD3BCConfig"])
+                                         "DQNConfig", "IQLConfig", "MARWILConfig",
+                                         "TD3BCConfig"])
 def test_importing_an_algorithm_leaves_torch_for_build_to_import_while_ray_starts(config_name):
     # Issue 16: torch's import (~1 s) overlaps ray.init in build() instead of preceding it.
     script = textwrap.dedent(f"""

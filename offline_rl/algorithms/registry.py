@@ -32,6 +32,7 @@ BUILT_IN_ALGORITHMS: dict[str, str] = {
     "TD3BC": "offline_rl.algorithms.td3bc.td3bc",
     "CQL": "offline_rl.algorithms.cql.cql",
     "DiscreteCQL": "offline_rl.algorithms.cql.discrete_cql",
+    "DQN": "offline_rl.algorithms.dqn.dqn",
 }
 
 _REGISTRY: dict[str, type | str] = {name: f"{module}:{name}Config"

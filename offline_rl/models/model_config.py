@@ -77,3 +77,26 @@ class DefaultModelConfig:
     def to_dict(self) -> dict[str, Any]:
         """The config as a plain dict."""
         return asdict(self)
+
+
+@dataclass
+class DQNModelConfig(DefaultModelConfig):
+    """``DefaultModelConfig`` plus what DQN's module reads from ``DQNConfig.training`` (as
+    RLlib's DQN adds its ``dueling`` and exploration settings to the model config): the
+    network's head, and the policy it acts with.
+
+    Example:
+        >>> config = DQNModelConfig(fcnet_hiddens=[64], dueling=True, softq_temperature=0.5)
+        >>> config.dueling, config.softq_temperature, config.epsilon, config.explore
+        (True, 0.5, 0.0, True)
+    """
+
+    #: Separate value and advantage heads, combined as ``V + A - mean(A)``.
+    dueling: bool = False
+    #: Act by sampling ``softmax(Q / softq_temperature)`` (``None``: epsilon-greedily).
+    softq_temperature: float | None = None
+    #: Without a temperature: the greedy action with probability ``1 - epsilon``, else a
+    #: uniformly random one (0: greedy).
+    epsilon: float = 0.0
+    #: Whether ``compute_actions`` samples that policy by default (else acts greedily).
+    explore: bool = True

@@ -76,6 +76,7 @@ def one_of(*values: Any) -> Rule:
     return Rule(f"one of {values}", lambda value: value in values)
 
 
+A_BOOL = Rule("True or False", lambda value: isinstance(value, bool))
 AN_INT_AT_LEAST_0 = Rule("an int >= 0", lambda value: is_int_at_least(value, 0))
 AN_INT_AT_LEAST_1 = Rule("an int >= 1", lambda value: is_int_at_least(value, 1))
 A_NUMBER_AT_LEAST_0 = Rule("a number >= 0", lambda value: is_finite_number(value) and value >= 0)
