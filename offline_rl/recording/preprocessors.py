@@ -18,13 +18,14 @@ Example:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 
-class Preprocessor:
+class Preprocessor(ABC):
     """Turns an observation of ``obs_space`` into what is logged (``transform``); ``shape`` is
     the result's shape."""
 
@@ -32,9 +33,9 @@ class Preprocessor:
         self.observation_space = obs_space
         self.shape: tuple[int, ...] = obs_space.shape or ()
 
+    @abstractmethod
     def transform(self, observation: Any) -> np.ndarray:
         """The observation as it is logged."""
-        raise NotImplementedError
 
 
 class NoPreprocessor(Preprocessor):
