@@ -132,3 +132,25 @@ def test_train_takes_rllibs_run_env_config_and_stop(tmp_path):
     neither = run_train("--env", "CartPole-v0", cwd=tmp_path)
     assert neither.returncode == 2
     assert "give either a YAML config file or --run ALGO" in neither.stderr
+
+
+def test_the_builders_take_rllibs_framework_and_old_evaluation_keywords():
+    # The 001 seed's `.framework("torch")` and `.evaluation(evaluation_num_workers=1,
+    # evaluation_config={"input": ...})`.
+    with pytest.warns(UserWarning, match="old-stack key 'input' is offline_data"):
+        config = BCConfig().framework("torch").evaluation(
+            evaluation_num_workers=1, evaluation_config={"input": "/tmp/cartpole-eval"})
+    assert config.evaluation_num_env_runners == 1
+    assert config.evaluation_config == {"input_": "/tmp/cartpole-eval",
+                                        "input_read_method": "read_json",
+                                        "input_read_sample_batches": True}
+    with pytest.raises(ConfigError, match="framework='tf2': offline-rl's learners are torch only"):
+        BCConfig().framework("tf2")
+    with pytest.raises(ConfigError, match="evaluation_num_workers is the old stack's name of "
+                                          "evaluation_num_env_runners; give one of them"):
+        BCConfig().evaluation(evaluation_num_workers=1, evaluation_num_env_runners=2)
+    with pytest.raises(ConfigError, match="unknown config key 'bogus'"):
+        BCConfig().evaluation(evaluation_config={"bogus": 1})
+    problems = dict(BCConfig().evaluation(evaluation_config={"evaluation_duration": 3}).problems())
+    assert problems["evaluation_config"].startswith(
+        "unknown offline_data setting(s) ['evaluation_duration']")

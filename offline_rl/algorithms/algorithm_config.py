@@ -17,6 +17,7 @@ from offline_rl.algorithms.config_files import (
     update_config,
     write_config_file,
 )
+from offline_rl.algorithms.flat_config import evaluation_overrides
 from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.data_config import DataConfig
@@ -28,18 +29,8 @@ from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.learning_rates import LearningRate
-from offline_rl.settings.options import Section
+from offline_rl.settings.options import NotProvided, Section
 from offline_rl.settings.sections import ConfigSections
-
-
-class _NotProvided:
-    """Marks a builder argument the caller did not pass (``None`` is a meaningful value)."""
-
-    def __repr__(self) -> str:
-        return "NotProvided"
-
-
-NotProvided: Any = _NotProvided()
 
 
 class AlgorithmConfig(FlatAccess):
@@ -169,25 +160,16 @@ class AlgorithmConfig(FlatAccess):
                      output_filesystem: Any = NotProvided,
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
-        """Where the data is and how it is read, mapped and iterated (RLlib's Input/Output
-        API names; see README, 'Your data'). Four are offline-rl's own: ``input_nonfinite``, what
-        to do with NaN/inf in observations or rewards, ``"raise"`` (default) or ``"drop"`` (drop
-        the row or episode and count it in the results); ``input_obs_bounds``, the same for
-        observations outside a ``Box`` observation space; ``input_action_bounds``, what to do
-        with ``Box`` actions outside the action space, ``"keep"`` (default: RLlib records the
-        sampled, unclipped action), ``"clip"`` or ``"raise"``; they are counted either way;
-        ``input_actions_normalized``, actions recorded in [-1, 1] (RLlib's old-stack
-        ``actions_in_input_normalized``) are unsquashed onto the action space first.
-        ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one
-        full epoch of each learner's shard. ``prelearner_kwargs`` go to the PreLearner's
-        constructor and its ``_map_to_episodes``; ``offline_data_class`` replaces
-        ``OfflineData``."""
+        """Where the data is and how it is read, mapped, iterated and written, with RLlib's
+        Input/Output API names and a few of offline-rl's own (what to do with non-finite or
+        out-of-bounds values); each option is documented on ``OfflineDataConfig``."""
         return self._set(self.sections.offline_data, locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
                    evaluation_duration_unit: str = NotProvided,
                    evaluation_num_env_runners: int = NotProvided,
+                   evaluation_num_workers: int = NotProvided,
                    evaluation_parallel_to_training: bool = NotProvided,
                    off_policy_estimation_methods: dict[str, dict[str, Any]] = NotProvided,
                    evaluation_config: dict[str, Any] = NotProvided,
@@ -207,8 +189,27 @@ class AlgorithmConfig(FlatAccess):
         into ``result["evaluation"]["off_policy_estimation"][name]``; every
         ``offline_evaluation_interval`` iterations the learner's loss terms on
         ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runner_results"]``
-        (see ``HeldOutLosses``)."""
+        (see ``HeldOutLosses``). The old stack's ``evaluation_num_workers`` and
+        ``evaluation_config`` keys (``{"input": ...}``) are translated, with a warning."""
+        if evaluation_num_workers is not NotProvided:
+            if evaluation_num_env_runners is not NotProvided:
+                raise ConfigError("evaluation_num_workers is the old stack's name of "
+                                  "evaluation_num_env_runners; give one of them")
+            self.update_from_dict({"evaluation_num_workers": evaluation_num_workers})
+        if evaluation_config is not NotProvided:
+            evaluation_config = evaluation_overrides(evaluation_config, self)
         return self._set(self.sections.evaluation, locals())
+
+    def framework(self, framework: str = "torch") -> AlgorithmConfig:
+        """RLlib's deep-learning framework choice: offline-rl's learners are torch only, so
+        any other is a ``ConfigError``.
+
+        Example:
+            >>> from offline_rl import BCConfig
+            >>> BCConfig().framework("torch").algo_name
+            'BC'
+        """
+        return self.update_from_dict({"framework": framework})
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
                       keep_checkpoints_num: int | None = NotProvided) -> AlgorithmConfig:

@@ -161,7 +161,7 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
                               f"option of {type(config).__name__}, or a known RLlib old-stack "
                               f"key ({sorted(OLD_STACK_KEYS)})")
     if "evaluation_config" in flat:
-        flat["evaluation_config"] = _evaluation_overrides(flat["evaluation_config"], config)
+        flat["evaluation_config"] = evaluation_overrides(flat["evaluation_config"], config)
     if flat.get("off_policy_estimation_methods") and "input_" in flat and not flat.get(
             "evaluation_config", {}).get("input_"):
         held_out = {name: flat[name] for name in ("input_", "input_read_method",
@@ -196,7 +196,7 @@ def _translated(key: str, options: dict[str, Any], owners: dict[str, str]) -> di
     return options
 
 
-def _evaluation_overrides(overrides: Any, config: Any) -> Any:
+def evaluation_overrides(overrides: Any, config: Any) -> Any:
     """``evaluation_config`` with old-stack keys (``input``, ``explore``, ...) translated; only
     ``offline_data`` options stay (the section check names any other)."""
     if not isinstance(overrides, dict):

@@ -64,7 +64,8 @@ def column_renames_problem(schema: Any) -> str | None:
 
 @dataclass
 class OfflineDataConfig(Section):
-    """See ``AlgorithmConfig.offline_data``.
+    """The ``offline_data`` section: where the data is and how it is read, mapped, iterated
+    and written (``AlgorithmConfig.offline_data`` sets it).
 
     Example:
         >>> OfflineDataConfig(input_="data", input_nonfinite="skip").problems()

@@ -24,6 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+
+class _NotProvided:
+    """Marks a builder argument the caller did not pass (``None`` is a meaningful value)."""
+
+    def __repr__(self) -> str:
+        return "NotProvided"
+
+
+NotProvided: Any = _NotProvided()
+
 #: A check: what is wrong with a value (``"must be ..., got ..."``), or ``None``.
 Check = Callable[[Any], "str | None"]
 
