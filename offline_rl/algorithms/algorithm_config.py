@@ -135,7 +135,9 @@ class AlgorithmConfig(FlatAccess):
         with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor."""
         return self._set(self.sections.env_runners, locals())
 
-    def offline_data(self, *, input_: str | list[str] = NotProvided,
+    def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,
+                     input_config: dict[str, Any] = NotProvided,
+                     input_reader_max_rows: int = NotProvided,
                      input_read_method: str | Callable[..., Any] = NotProvided,
                      input_read_method_kwargs: dict[str, Any] = NotProvided,
                      input_read_schema: dict[str, str] = NotProvided,
@@ -160,7 +162,8 @@ class AlgorithmConfig(FlatAccess):
                      prelearner_module_synch_period: int = NotProvided,
                      offline_data_class: type | str | None = NotProvided,
                      dataset_num_iters_per_learner: int | None = NotProvided,
-                     output: str | None = NotProvided,
+                     output: str | Callable[..., Any] | None = NotProvided,
+                     output_config: dict[str, Any] = NotProvided,
                      output_compress_columns: list[str] = NotProvided,
                      output_max_file_size: int = NotProvided,
                      output_max_rows_per_file: int | None = NotProvided,
@@ -181,7 +184,8 @@ class AlgorithmConfig(FlatAccess):
         ``dataset_num_iters_per_learner``: updates per learner per ``train()``; ``None`` runs one
         full epoch of each learner's shard. ``prelearner_kwargs`` go to the PreLearner's
         constructor and its ``_map_to_episodes``; ``offline_data_class`` replaces
-        ``OfflineData``."""
+        ``OfflineData``. Custom IO (old stack; see ``offline_rl.data.custom_input``): ``input_``
+        and ``output`` may be creators of ``InputReader``s and ``OutputWriter``s."""
         return self._set(self.sections.offline_data, locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from connectors import ConnectorPipelineV2, default_learner_pipeline
+from offline_rl.data.input_api import input_creator
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.flat_access import FlatAccess
@@ -62,8 +63,10 @@ class DataConfig(FlatAccess):
 
     @property
     def reads_episodes(self) -> bool:
-        """Whether the input holds whole episodes (msgpack episodes or SampleBatch JSON)."""
-        return self.offline_data.reads_episodes
+        """Whether the input holds whole episodes (msgpack episodes, SampleBatch JSON, or a
+        custom input's SampleBatches)."""
+        return self.offline_data.reads_episodes or input_creator(
+            self.offline_data.input_) is not None
 
     def with_data_options(self, **changes: Any) -> DataConfig:
         """A copy whose ``offline_data`` section is a copy with ``changes`` (the other
