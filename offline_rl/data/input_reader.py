@@ -24,7 +24,6 @@ import ray.data
 
 from offline_rl.columns import Columns
 from offline_rl.data.custom_input import read_custom_input
-from offline_rl.data.input_api import input_creator
 from offline_rl.data.input_files import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -211,7 +210,7 @@ def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInpu
     or their JSON (``check_json_files``), so that the common errors name the file at once.
     Custom input readers are checked as they read (``offline_rl.data.custom_input``)."""
     options = config.offline_data
-    if input_creator(options.input_) is not None:
+    if config.input_creator is not None:
         return CheckedInput(None, [], [], None)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     paths = input_paths(options.input_, filesystem)
@@ -352,7 +351,7 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
     is without end, so a reader that crashes on a file never stops), unless
     ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
     options = config.offline_data
-    creator = input_creator(options.input_)
+    creator = config.input_creator
     read = (_file_read(config) if creator is None else
             lambda: read_custom_input(config, creator, max_retries=READ_MAX_RETRIES))
     seeded = config.debugging.seed is not None
