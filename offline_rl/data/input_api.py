@@ -7,6 +7,7 @@ file is ever imported. A registered name is resolved to its creator in the drive
 creator (pickled with cloudpickle) travels to the read tasks.
 
 Example:
+    >>> from offline_rl.data.io_context import IOContext
     >>> class Counting(InputReader):
     ...     def __init__(self, ioctx):
     ...         self.t = 0
