@@ -74,7 +74,8 @@ def test_a_flat_config_with_old_keys_trains_as_its_sections_say(tmp_path):
     ({"input": "sampler"}, r"input='sampler' .* is not supported yet"),
     ({"output": "logdir"}, r"output='logdir' writes into the run's folder, which only the "
                            r"command line knows"),
-    ({"input": print}, r"input as a callable \(a custom InputReader\) is not supported yet"),
+    ({"input": "no_such_input"}, r"input 'no_such_input' is neither a registered input nor an "
+                                 r"existing path; registered inputs: "),
     ({"input_config": {"format": "json", "paths": "/x"}}, r"input_config takes a dict of "
                                                           r"\['format', 'path'"),
     ({"num_sgd_iter": 3}, r"unknown config key 'num_sgd_iter': not a section"),

@@ -126,7 +126,9 @@ class AlgorithmConfig(FlatAccess):
         with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor."""
         return self._set(self.sections.env_runners, locals())
 
-    def offline_data(self, *, input_: str | list[str] = NotProvided,
+    def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,
+                     input_config: dict[str, Any] = NotProvided,
+                     input_reader_max_rows: int = NotProvided,
                      input_read_method: str | Callable[..., Any] = NotProvided,
                      input_read_method_kwargs: dict[str, Any] = NotProvided,
                      input_read_schema: dict[str, str] = NotProvided,
@@ -151,7 +153,8 @@ class AlgorithmConfig(FlatAccess):
                      prelearner_module_synch_period: int = NotProvided,
                      offline_data_class: type | str | None = NotProvided,
                      dataset_num_iters_per_learner: int | None = NotProvided,
-                     output: str | None = NotProvided,
+                     output: str | Callable[..., Any] | None = NotProvided,
+                     output_config: dict[str, Any] = NotProvided,
                      output_compress_columns: list[str] = NotProvided,
                      output_max_file_size: int = NotProvided,
                      output_max_rows_per_file: int | None = NotProvided,
@@ -162,7 +165,9 @@ class AlgorithmConfig(FlatAccess):
                      output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped, iterated and written, with RLlib's
         Input/Output API names and a few of offline-rl's own (what to do with non-finite or
-        out-of-bounds values); each option is documented on ``OfflineDataConfig``."""
+        out-of-bounds values); each option is documented on ``OfflineDataConfig``. ``input_``
+        and ``output`` may also be creators of ``InputReader``s and ``OutputWriter``s (RLlib's
+        old stack; see ``offline_rl.data.custom_input``)."""
         return self._set(self.sections.offline_data, locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,

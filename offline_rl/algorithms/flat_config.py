@@ -4,7 +4,8 @@
 A flat key is an option's own name (``lr``, ``input_``), placed in its section, or one of the
 old stack's keys (``OLD_STACK_KEYS``), translated into the options that do the same here, with
 one warning naming them. Old keys with no equivalent are refused with the reason; unknown keys
-fail as before.
+fail as before. A custom ``input`` (a creator, or a name ``register_input`` registered) and
+``output`` (a creator) are kept, and their ``input_config``/``output_config`` too.
 
 Example:
     >>> import warnings
@@ -21,11 +22,17 @@ Example:
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from offline_rl.data.input_api import (
+    input_creator,
+    looks_like_input_name,
+    unregistered_input_error,
+)
 from offline_rl.errors import ConfigError
 from offline_rl.settings.sections import LAYOUT
 
@@ -51,10 +58,10 @@ def _input(value: Any) -> dict[str, Any]:
                           "some with `offline-rl record` or `datasets make` and give its path")
     if value == "dataset":  # the path is input_config's
         return {}
-    if callable(value):
-        raise ConfigError("input as a callable (a custom InputReader) is not supported yet; "
-                          "give the path of the recorded data, or read it with "
-                          "offline_data(input_read_method=<a function returning a Ray Dataset>)")
+    if input_creator(value) is not None:  # a registered name is resolved in the driver
+        return {"input_": value}
+    if looks_like_input_name(value) and not os.path.exists(value):
+        raise unregistered_input_error(value)
     return {"input_": value} if isinstance(value, dict) else _json_input(value)
 
 
@@ -77,8 +84,7 @@ def _output(value: Any) -> dict[str, Any]:
         raise ConfigError("output='logdir' writes into the run's folder, which only the command "
                           "line knows (`offline-rl train --run ...`); in Python give a path")
     if callable(value):
-        raise ConfigError("output as a callable (a custom OutputWriter) is not supported yet; "
-                          "give a path")
+        return {"output": value}
     return {} if value == "dataset" else {"output": value}
 
 
@@ -117,6 +123,9 @@ def _framework(value: Any) -> dict[str, Any]:
     return {}
 
 
+#: With a custom input (output), ``input_config`` (``output_config``) holds the reader's (the
+#: writer's) own arguments, kept as they are.
+CUSTOM_IO_CONFIGS = {"input_config": "input", "output_config": "output"}
 #: The old stack's keys and the options that do the same here.
 OLD_STACK_KEYS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "input": _input,
@@ -139,7 +148,9 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
     owners = {name: section for section in LAYOUT for name in config.section_options(section)}
     flat: dict[str, Any] = {}
     for key, value in values.items():
-        if key in OLD_STACK_KEYS:  # before the options: ``output`` is both
+        if key in CUSTOM_IO_CONFIGS and _custom_io(values, CUSTOM_IO_CONFIGS[key]):
+            _merge(flat, key, {key: value})  # the custom reader's or writer's own arguments
+        elif key in OLD_STACK_KEYS:  # before the options: ``output`` is both
             _merge(flat, key, _translated(key, OLD_STACK_KEYS[key](value), owners))
         elif key in owners:
             _merge(flat, key, {key: value})
@@ -173,6 +184,13 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
     for key, value in flat.items():
         result.setdefault(owners[key], {})[key] = value
     return result
+
+
+def _custom_io(values: dict[str, Any], key: str) -> bool:
+    """Whether ``values[key]`` (``input``, ``output``, or the option of the same meaning) is
+    a custom reader's creator (or registered name) or a writer's creator."""
+    value = values.get(key, values.get(f"{key}_" if key == "input" else key))
+    return input_creator(value) is not None if key == "input" else callable(value)
 
 
 def _merge(flat: dict[str, Any], key: str, options: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from connectors import ConnectorPipelineV2, default_learner_pipeline
+from offline_rl.data.input_api import InputCreator, input_creator
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.flat_access import FlatAccess
@@ -59,11 +60,19 @@ class DataConfig(FlatAccess):
     learner_pipeline: ConnectorPipelineV2 | None = None
     #: The policy module's spec, for connector pieces that need the module.
     rl_module_spec: RLModuleSpec | None = None
+    #: ``offline_data``'s ``input_`` as a custom input's creator (a name ``register_input``
+    #: registered is looked up where the config is made, in the driver), else ``None``.
+    input_creator: InputCreator | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_creator is None:
+            self.input_creator = input_creator(self.offline_data.input_)
 
     @property
     def reads_episodes(self) -> bool:
-        """Whether the input holds whole episodes (msgpack episodes or SampleBatch JSON)."""
-        return self.offline_data.reads_episodes
+        """Whether the input holds whole episodes (msgpack episodes, SampleBatch JSON, or a
+        custom input's SampleBatches)."""
+        return self.offline_data.reads_episodes or self.input_creator is not None
 
     def with_data_options(self, **changes: Any) -> DataConfig:
         """A copy whose ``offline_data`` section is a copy with ``changes`` (the other

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import ray.data
 
 from offline_rl.columns import Columns
+from offline_rl.data.custom_input import read_custom_input
 from offline_rl.data.input_files import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -206,8 +207,11 @@ class CheckedInput:
 def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInput:
     """Lists and checks the input files in this process (``check_input_files``), then, by the
     read method, their columns (``check_parquet_columns``; episodes: ``require_parquet_files``)
-    or their JSON (``check_json_files``), so that the common errors name the file at once."""
+    or their JSON (``check_json_files``), so that the common errors name the file at once.
+    Custom input readers are checked as they read (``offline_rl.data.custom_input``)."""
     options = config.offline_data
+    if config.input_creator is not None:
+        return CheckedInput(None, [], [], None)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     paths = input_paths(options.input_, filesystem)
     skipped = check_input_files(paths, filesystem, read_method_suffixes(options.input_read_method))
@@ -341,10 +345,27 @@ def quiet_data_context(*, preserve_order: bool = False,
 
 def read_input(config: DataConfig) -> ray.data.Dataset:
     """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
-    (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme). A
-    ``ray.data.read_*`` method's read tasks are retried at most ``READ_MAX_RETRIES`` times
-    (Ray Data's default is without end, so a reader that crashes on a file never stops),
-    unless ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
+    (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme), or a
+    custom input's readers (``read_custom_input``). A ``ray.data.read_*`` method's read tasks
+    (and a custom input's) are retried at most ``READ_MAX_RETRIES`` times (Ray Data's default
+    is without end, so a reader that crashes on a file never stops), unless
+    ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
+    options = config.offline_data
+    creator = config.input_creator
+    read = (_file_read(config) if creator is None else
+            lambda: read_custom_input(config, creator, max_retries=READ_MAX_RETRIES))
+    seeded = config.debugging.seed is not None
+    with quiet_data_context(preserve_order=seeded), warnings.catch_warnings():
+        # ray_remote_args is deprecated (Ray 2.64), but it is the only way to bound the retries
+        warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
+        dataset = read()
+    if options.materialize_data:
+        dataset = dataset.materialize()
+    return dataset
+
+
+def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
+    """The read of the input files, as ``read_input`` runs it."""
     options = config.offline_data
     read = resolve_read_method(options.input_read_method)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
@@ -359,11 +380,4 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
                                      **kwargs.get("ray_remote_args", {})}
     paths = [filesystem_path(path, filesystem)
              for path in input_paths(options.input_, filesystem)]
-    seeded = config.debugging.seed is not None
-    with quiet_data_context(preserve_order=seeded), warnings.catch_warnings():
-        # ray_remote_args is deprecated (Ray 2.64), but it is the only way to bound the retries
-        warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
-        dataset = read(paths, **kwargs)
-    if options.materialize_data:
-        dataset = dataset.materialize()
-    return dataset
+    return lambda: read(paths, **kwargs)

@@ -69,6 +69,10 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
     if uneven:
         raise DataFormatError(f"{where}: SampleBatch fields have different lengths: {uneven} "
                               f"vs {size} actions")
+    shapes = {name: columns[name].shape[1:] for name in (Columns.OBS, Columns.NEXT_OBS)}
+    if len(set(shapes.values())) > 1:
+        raise DataFormatError(f"{where}: SampleBatch fields obs and new_obs hold rows of "
+                              f"different shapes: {shapes}")
     ids = columns.get(Columns.EPS_ID, np.zeros(size, dtype=np.int64))
     steps = columns.get(Columns.T, np.arange(size))
     infos = row.get(Columns.INFOS)

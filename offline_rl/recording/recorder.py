@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
@@ -10,13 +11,16 @@ import ray
 from tqdm import tqdm
 
 from offline_rl.data.actors import kill_actors
+from offline_rl.data.io_context import IOContext
 from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
 from offline_rl.recording.output_folder import claim_output_folder, new_run_id, output_is_input
+from offline_rl.recording.output_writer import OutputWriter
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
+from offline_rl.recording.sample_batch_builder import episode_to_sample_batch
 from offline_rl.recording.writer import EpisodeWriter, output_location
 from offline_rl.statistics import episode_statistics
 
@@ -27,7 +31,9 @@ EPISODES_PER_REPORT = 8
 class Recorder:
     """Records complete episodes of ``policy`` with ``config.env_runners.num_env_runners`` Ray
     actors, each stepping ``num_envs_per_env_runner`` envs, written by an ``EpisodeWriter`` per
-    actor with the ``output*`` options of ``config.offline_data``. ``record(n)`` shows a
+    actor with the ``output*`` options of ``config.offline_data`` (or, when ``output`` is a
+    creator ``(IOContext) -> OutputWriter``, handed to the writer it builds per actor, one
+    ``SampleBatch`` per episode; ``stop()`` then returns no files). ``record(n)`` shows a
     progress bar; ``stop()`` flushes what the actors still buffer and releases them.
 
     Each Recorder is a run with its own id in its files' names, so recording again into the
@@ -135,6 +141,8 @@ def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool 
     location is ``input_`` (or inside it), is a file, cannot be written (its folder is
     created), or holds files offline-rl did not write (unless ``overwrite``)."""
     options = config.offline_data
+    if callable(options.output):  # a custom writer's creator: it writes where it likes
+        return
     if output_is_input(options.output, input_):
         raise OutputError(f"recording: output {options.output!r} is the training input "
                           f"(input_={input_!r}) or inside it; recording there would mix new "
@@ -157,7 +165,7 @@ class _EnvRunner:
         self.set_policy(policy)
         self.index = index
         options = config.offline_data
-        self.writer = EpisodeWriter(
+        self.writer = custom_writer(config, index) if callable(options.output) else EpisodeWriter(
             options.output, env_name=_env_name(config.environment.env), runner_index=index,
             run_id=run_id, write_episodes=options.output_write_episodes,
             max_rows_per_file=options.output_max_rows_per_file,
@@ -183,17 +191,34 @@ class _EnvRunner:
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
                                on_episode_start=self.on_episode_start):
-            self.files += self.writer.add([episode])
+            if isinstance(self.writer, EpisodeWriter):
+                self.files += self.writer.add([episode])
+            else:
+                self.writer.write(episode_to_sample_batch(episode))
             returns.append(episode.get_return())
             lengths.append(len(episode))
         self.episodes_started += num_episodes
         return returns, lengths
 
     def stop(self) -> list[str]:
-        self.files += self.writer.flush()
+        if isinstance(self.writer, EpisodeWriter):
+            self.files += self.writer.flush()
         for env in self.envs:
             env.close()
         return self.files
+
+
+def custom_writer(config: RecorderConfig, index: int) -> OutputWriter:
+    """The writer ``config.offline_data.output`` (a creator ``(IOContext) -> OutputWriter``)
+    builds for recording actor ``index``; ``ConfigError`` when it builds no ``OutputWriter``
+    (anything with a ``write`` method)."""
+    options = config.offline_data
+    context = {field.name: getattr(options, field.name) for field in fields(options)}
+    writer = options.output(IOContext(config=context, worker_index=index))
+    if not callable(getattr(writer, "write", None)):
+        raise ConfigError(f"output={options.output!r} returned {type(writer).__name__}, not an "
+                          "OutputWriter (an object with write(sample_batch))")
+    return writer
 
 
 def _env_name(env: Any) -> str:

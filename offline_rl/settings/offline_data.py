@@ -40,7 +40,11 @@ WRITE_METHODS = {"write_parquet": "parquet", "write_json": "json"}
 
 
 def input_problem(paths: Any) -> str | None:
-    """What is wrong with ``input_`` (a path or URI, or a list of them), or ``None``."""
+    """What is wrong with ``input_`` (a path or URI, or a list of them; or a custom input: a
+    callable ``(IOContext) -> InputReader`` or a name ``register_input`` registered), or
+    ``None``."""
+    if callable(paths):
+        return None
     if isinstance(paths, dict):
         return ("weighted mixing of sources ({path: weight}) is not supported yet, and its "
                 "weights would be ignored; give one path or a list of paths, whose rows are "
@@ -50,7 +54,8 @@ def input_problem(paths: Any) -> str | None:
     if isinstance(paths, str) or (isinstance(paths, list | tuple) and all(
             isinstance(path, str) and path for path in paths)):
         return None
-    return f"must be a path or URI (str) or a list of them, got {paths!r}"
+    return (f"must be a path or URI (str) or a list of them, or a callable (IOContext) -> "
+            f"InputReader, got {paths!r}")
 
 
 def column_renames_problem(schema: Any) -> str | None:
@@ -72,8 +77,13 @@ class OfflineDataConfig(Section):
         [('input_nonfinite', "must be one of ('raise', 'drop'), got 'skip'")]
     """
 
-    #: The data: a path or URI, or a list of them (folders, files, globs).
-    input_: str | list[str] | None = option(None, input_problem)
+    #: The data: a path or URI, or a list of them (folders, files, globs); or a custom input,
+    #: a callable ``(IOContext) -> InputReader`` or a name ``register_input`` registered.
+    input_: str | list[str] | Callable[..., Any] | None = option(None, input_problem)
+    #: Arguments a custom input reader finds in ``IOContext.input_config``.
+    input_config: dict[str, Any] = option({}, KEYWORD_ARGUMENTS)
+    #: Rows (timesteps) each custom input reader is read for, at most.
+    input_reader_max_rows: int = option(100_000, AN_INT_AT_LEAST_1)
     #: The ``ray.data.read_*`` function (or a callable ``(paths, **kwargs) -> Dataset``).
     input_read_method: str | Callable[..., Any] = option("read_parquet", Rule(
         "a ray.data.read_* name or a callable",
@@ -128,10 +138,12 @@ class OfflineDataConfig(Section):
     offline_data_class: type | str | None = option(None)
     #: Updates per learner per ``train()`` (``None``: one full epoch of each shard).
     dataset_num_iters_per_learner: int | None = option(None, optional(AN_INT_AT_LEAST_1))
-    #: Where recordings go (one path or URI).
-    output: str | None = option(None, Rule(
-        "one path or URI (a str); recordings go to one place",
-        lambda value: value is None or isinstance(value, str)))
+    #: Where recordings go (one path or URI), or a callable ``(IOContext) -> OutputWriter``.
+    output: str | Callable[..., Any] | None = option(None, Rule(
+        "one path or URI (a str; recordings go to one place) or a callable (IOContext) -> "
+        "OutputWriter", lambda value: value is None or isinstance(value, str) or callable(value)))
+    #: Arguments a custom output writer finds in ``IOContext.output_config``.
+    output_config: dict[str, Any] = option({}, KEYWORD_ARGUMENTS)
     #: Columns written compressed.
     output_compress_columns: list[str] = option(["obs", "new_obs"])
     #: Bytes per written file, at most.
@@ -149,8 +161,10 @@ class OfflineDataConfig(Section):
 
     @property
     def reads_episodes(self) -> bool:
-        """Whether the input holds whole episodes (msgpack episodes or SampleBatch JSON)."""
-        return self.input_read_episodes or self.input_read_sample_batches
+        """Whether the input holds whole episodes (msgpack episodes or SampleBatch JSON, or a
+        callable custom input's SampleBatches)."""
+        return self.input_read_episodes or self.input_read_sample_batches or callable(
+            self.input_)
 
     def joint_problems(self) -> list[tuple[str, str]]:
         """The read method's keywords, the filesystems, the map_batches resources, and the
