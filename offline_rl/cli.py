@@ -72,7 +72,7 @@ def _train_config(args: argparse.Namespace) -> tuple[Any, Path]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     output = args.resume or args.output_dir or Path("runs") / f"{config.algo_name}-{stamp}"
     if logdir:
-        config.offline_data(output=str(output / "experiences"))
+        config.update_from_dict({"output": str(output / "experiences")})
     return config, output
 
 

@@ -162,7 +162,8 @@ class AlgorithmConfig(FlatAccess):
                      output_write_method_kwargs: dict[str, Any] = NotProvided,
                      output_filesystem: Any = NotProvided,
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
-                     output_write_episodes: bool = NotProvided) -> AlgorithmConfig:
+                     output_write_episodes: bool = NotProvided,
+                     output_write_sample_batches: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped, iterated and written, with RLlib's
         Input/Output API names and a few of offline-rl's own (what to do with non-finite or
         out-of-bounds values); each option is documented on ``OfflineDataConfig``. ``input_``

@@ -46,6 +46,10 @@ EXPLORATION_KEYS = ("explore", "exploration_config", "exploration_fraction",
                     "exploration_final_eps")
 
 
+#: The old stack's output: SampleBatch JSON lines, as its ``JsonWriter`` wrote.
+SAMPLE_BATCH_OUTPUT = {"output_write_episodes": False, "output_write_sample_batches": True}
+
+
 def _json_input(path: Any) -> dict[str, Any]:
     """The old stack's ``input`` path: SampleBatch JSON files, as its ``JsonReader`` read."""
     return {"input_": path, "input_read_method": "read_json", "input_read_sample_batches": True}
@@ -83,16 +87,18 @@ def _output(value: Any) -> dict[str, Any]:
     if value == "logdir":
         raise ConfigError("output='logdir' writes into the run's folder, which only the command "
                           "line knows (`offline-rl train --run ...`); in Python give a path")
-    if callable(value):
+    if callable(value) or value is None:
         return {"output": value}
-    return {} if value == "dataset" else {"output": value}
+    return {} if value == "dataset" else {"output": value, **SAMPLE_BATCH_OUTPUT}
 
 
 def _output_config(value: dict[str, Any]) -> dict[str, Any]:
     _known_keys("output_config", value, ("format", "path", "max_num_samples_per_file",
                                          "store_infos"))
     options: dict[str, Any] = {"output": value["path"]} if "path" in value else {}
-    if "format" in value:
+    if value.get("format") == "json":  # the old stack's dataset writer wrote SampleBatches
+        options.update(SAMPLE_BATCH_OUTPUT)
+    elif "format" in value:
         options.update(output_write_method=f"write_{value['format']}",
                        output_write_episodes=False)
     if "max_num_samples_per_file" in value:

@@ -16,6 +16,7 @@ from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
+from offline_rl.recording.json_writer import JsonWriter
 from offline_rl.recording.output_folder import claim_output_folder, new_run_id, output_is_input
 from offline_rl.recording.output_writer import OutputWriter
 from offline_rl.recording.policies import as_batch_policy
@@ -71,7 +72,7 @@ class Recorder:
         runner = ray.remote(num_cpus=config.env_runners.num_cpus_per_env_runner)(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
-        self.runners = [runner.remote(config, policy, index, self.run_id)
+        self.runners = [runner.remote(config, policy, index, self.run_id, overwrite)
                         for index in range(config.env_runners.num_env_runners)]
 
     @surface_errors
@@ -158,25 +159,14 @@ def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool 
 class _EnvRunner:
     """One recording actor: its envs (made once, closed by ``stop``), the policy, its writer."""
 
-    def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str):
+    def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str,
+                 overwrite: bool = False):
         self.config = config
         self.envs = [make_env(config.environment.env, config.environment.env_config)
                      for _ in range(config.env_runners.num_envs_per_env_runner)]
         self.set_policy(policy)
         self.index = index
-        options = config.offline_data
-        self.writer = custom_writer(config, index) if callable(options.output) else EpisodeWriter(
-            options.output, env_name=_env_name(config.environment.env), runner_index=index,
-            run_id=run_id, write_episodes=options.output_write_episodes,
-            max_rows_per_file=options.output_max_rows_per_file,
-            max_file_size=options.output_max_file_size,
-            compress_columns=options.output_compress_columns,
-            write_method=options.output_write_method,
-            write_method_kwargs=options.output_write_method_kwargs,
-            filesystem=resolve_filesystem(options.output_filesystem,
-                                          options.output_filesystem_kwargs,
-                                          field="output_filesystem"),
-        )
+        self.writer = _writer(config, index, run_id, overwrite)
         self.files: list[str] = []
         self.episodes_started = 0
 
@@ -203,9 +193,35 @@ class _EnvRunner:
     def stop(self) -> list[str]:
         if isinstance(self.writer, EpisodeWriter):
             self.files += self.writer.flush()
+        elif isinstance(self.writer, JsonWriter):
+            self.files += self.writer.close()
         for env in self.envs:
             env.close()
         return self.files
+
+
+def _writer(config: RecorderConfig, index: int, run_id: str, overwrite: bool
+            ) -> EpisodeWriter | JsonWriter | OutputWriter:
+    """Recording actor ``index``'s writer: the custom one ``output`` creates, a ``JsonWriter``
+    of SampleBatch lines (``output_write_sample_batches``), or an ``EpisodeWriter``."""
+    options = config.offline_data
+    if callable(options.output):
+        return custom_writer(config, index)
+    filesystem = resolve_filesystem(options.output_filesystem, options.output_filesystem_kwargs,
+                                    field="output_filesystem")
+    if options.output_write_sample_batches:
+        return JsonWriter(options.output, IOContext(worker_index=index),
+                          options.output_max_file_size, options.output_compress_columns,
+                          max_rows_per_file=options.output_max_rows_per_file,
+                          overwrite=overwrite, filesystem=filesystem, run_id=run_id)
+    return EpisodeWriter(
+        options.output, env_name=_env_name(config.environment.env), runner_index=index,
+        run_id=run_id, write_episodes=options.output_write_episodes,
+        max_rows_per_file=options.output_max_rows_per_file,
+        max_file_size=options.output_max_file_size,
+        compress_columns=options.output_compress_columns,
+        write_method=options.output_write_method,
+        write_method_kwargs=options.output_write_method_kwargs, filesystem=filesystem)
 
 
 def custom_writer(config: RecorderConfig, index: int) -> OutputWriter:

@@ -158,6 +158,9 @@ class OfflineDataConfig(Section):
     output_filesystem_kwargs: dict[str, Any] = option({})
     #: Write whole episodes (msgpack, RLlib's format) rather than tabular rows.
     output_write_episodes: bool = option(True)
+    #: Write old-stack ``SampleBatch`` JSON lines, one per episode (RLlib's ``JsonWriter``
+    #: format, what the old stack's ``output`` path wrote) rather than Parquet.
+    output_write_sample_batches: bool = option(False)
 
     @property
     def reads_episodes(self) -> bool:
@@ -190,6 +193,11 @@ class OfflineDataConfig(Section):
             problems.append(("output_write_method", "episodes (output_write_episodes=True) "
                              "are written as Parquet; use write_parquet or set "
                              "output_write_episodes=False"))
+        if self.output_write_sample_batches and (
+                self.output_write_episodes or self.output_write_method != "write_parquet"):
+            problems.append(("output_write_sample_batches", "SampleBatch JSON lines are a format "
+                             "of their own: set output_write_episodes=False and leave "
+                             "output_write_method unset"))
         return problems
 
 
