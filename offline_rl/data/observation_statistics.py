@@ -11,6 +11,7 @@ import pyarrow as pa
 import ray.data
 
 from offline_rl.columns import Columns
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.prelearner import overrides_call
 from offline_rl.errors import DataFormatError
@@ -35,7 +36,7 @@ def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: Data
     if config.reads_episodes:
         columns = prelearner.stages.from_episodes(prelearner.admitted_episodes(batch))
     else:
-        columns = prelearner(batch)
+        columns = train_columns(prelearner(batch))
     features = int(np.prod(spaces[0].shape))
     obs = np.asarray(columns.get(Columns.OBS, []), dtype=np.float64).reshape(-1, features)
     mean = obs.mean(axis=0) if len(obs) else np.zeros(features)
