@@ -24,6 +24,7 @@ class SampleBatch(dict[str, Any]):
     """Columns of equal length (one row per step), as RLlib's old-stack ``SampleBatch``.
 
     Example:
+        >>> import numpy as np
         >>> SampleBatch({"rewards": np.array([1.0, 0.0])}).count
         2
     """
