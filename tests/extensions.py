@@ -205,6 +205,16 @@ class TextEpisodesPreLearner(OfflinePreLearner):
     _map_to_episodes = staticmethod(TextOfflinePreLearner._map_to_episodes)
 
 
+class TwoModules(TextOfflinePreLearner):
+    """Returns the seed's ``{"batch": MultiAgentBatch}`` with its module's batch under a second
+    module id too: the pipeline must refuse it."""
+
+    def __call__(self, batch):
+        single = super().__call__(batch)["batch"].policy_batches["default_policy"]
+        return {"batch": MultiAgentBatch({"default_policy": single, "other": single},
+                                         env_steps=single.count)}
+
+
 def decode_image(row: dict[str, Any]) -> dict[str, Any]:
     """Raw image bytes -> the image as an array (the seed's ``map_to_numpy``)."""
     return {"array": np.array(Image.open(io.BytesIO(row["bytes"])))}

@@ -27,9 +27,11 @@ from offline_rl import (
     RLModuleSpec,
     override,
 )
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.prelearner import map_in_process
 from offline_rl.episodes.replay_buffer import EpisodeBuffer
 from offline_rl.errors import ConfigError, UnknownModuleError
+from offline_rl.models.value_module import PolicyValueTorchRLModule
 from tests.extensions import (
     CountEpisodeSteps,
     ImageOfflineData,
@@ -37,6 +39,7 @@ from tests.extensions import (
     ScaleRewards,
     TextEpisodesPreLearner,
     TextOfflinePreLearner,
+    TwoModules,
     WholeEpisodeBuffer,
 )
 from tests.test_episode_formats import SPACES as EPISODE_SPACES
@@ -156,25 +159,44 @@ def test_the_seed_call_override_trains_through_the_config(ray_session, text_data
             algo.get_module("other")
 
 
-class TwoModules(TextOfflinePreLearner):
-    """Returns the seed's batch under two module ids."""
-
-    def __call__(self, batch):
-        single = super().__call__(batch)["batch"].policy_batches["default_policy"]
-        return {"batch": MultiAgentBatch({"default_policy": single, "other": single},
-                                         env_steps=single.count)}
-
-
-def test_a_call_override_returning_several_modules_is_refused(text_data):
+def test_a_call_override_returning_several_modules_is_refused(ray_session, text_data):
     path, vocabulary = text_data
     one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
     config = text_config(path, vocabulary, TwoModules, one_hot)
     prelearner = TwoModules(config=config, spaces=(config.action_space, one_hot),
                             module_spec=seed_module_spec(vocabulary), vocabulary=vocabulary)
-    table = pa.table({"text": SENTENCES})
-    with pytest.raises(ConfigError, match=r"MultiAgentBatch for the modules \['default_policy', "
-                                          r"'other'\]; .*multi-agent training is not supported"):
-        map_in_process(prelearner, table)
+    several = r"MultiAgentBatch for the modules \['default_policy', 'other'\]; .*multi-agent " \
+              r"training is not supported yet"
+    with pytest.raises(ConfigError, match=several):
+        map_in_process(prelearner, pa.table({"text": SENTENCES}))
+    with pytest.raises(ConfigError, match=r"for the modules \['other'\]; offline-rl trains "
+                                          r"the one module 'default_policy'"):
+        train_columns({"batch": MultiAgentBatch({"other": {"obs": np.zeros(1)}}, env_steps=1)})
+    with config.build() as algo, pytest.raises(ConfigError, match=several):
+        algo.train()
+
+
+def test_module_specs_refuse_what_offline_rl_modules_do_not_build():
+    spaces = {"observation_space": gym.spaces.Box(0, 1, (6, 1, 1), np.float32),
+              "action_space": gym.spaces.Discrete(3)}
+    with pytest.raises(ConfigError, match="catalog_class=BCCatalog: .*DefaultTorchRLModule's "
+                                          "catalog is None"):
+        RLModuleSpec(catalog_class=BCCatalog, **spaces).build()
+    with pytest.raises(ConfigError, match="inference_only=True"):
+        RLModuleSpec(module_class=DefaultBCTorchRLModule, inference_only=True, **spaces).build()
+    with pytest.raises(ConfigError, match="conv_filters: PolicyValueTorchRLModule reads flat "
+                                          "observations"):
+        RLModuleSpec(module_class=PolicyValueTorchRLModule,
+                     model_config={"conv_filters": [[4, 2, 2]]}, **spaces).build()
+    with pytest.raises(ConfigError, match=r"conv_filters=\[\[4, 2\]\]: give a list of "
+                                          r"\[out_channels, kernel, stride\]"):
+        DefaultModelConfig.from_dict({"conv_filters": [[4, 2]]})
+    with pytest.raises(ConfigError, match=r"need \(height, width, channels\) observations; "
+                                          r"the observation shape is \(6,\)"):
+        RLModuleSpec(module_class=DefaultBCTorchRLModule,
+                     model_config={"conv_filters": [[4, 2, 2]]},
+                     observation_space=gym.spaces.Box(0, 1, (6,)),
+                     action_space=gym.spaces.Discrete(3)).build()
 
 
 def test_override_refuses_a_method_the_parent_lacks():
