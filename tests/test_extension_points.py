@@ -15,6 +15,7 @@ from PIL import Image
 
 from connectors import AddObservationsFromEpisodesToBatch, BatchIndividualItems
 from offline_rl import (
+    BC,
     AlgorithmConfig,
     BCCatalog,
     BCConfig,
@@ -136,7 +137,7 @@ def test_the_seed_call_override_maps_a_batch_to_a_multi_agent_batch(ray_session,
     assert module.compute_actions(np.zeros((2, len(vocabulary), 1, 1), np.float32)).shape == (2,)
 
 
-def test_the_seed_call_override_trains_through_the_config(ray_session, text_data):
+def test_the_seed_call_override_trains_through_the_config(ray_session, text_data, tmp_path):
     path, vocabulary = text_data
     # The seed's __call__ reads spaces[0] as the action space (RLlib hands PreLearners
     # (observation_space, action_space)); episodes keep the spaces they are given.
@@ -157,6 +158,10 @@ def test_the_seed_call_override_trains_through_the_config(ray_session, text_data
         with pytest.raises(UnknownModuleError, match=r"no module 'other'; the modules are "
                                                      r"\['default_policy'\]"):
             algo.get_module("other")
+        with pytest.warns(UserWarning, match="has no config.yaml"):  # a spec of classes
+            algo.save_to_path(tmp_path / "checkpoint")
+    with BC.from_checkpoint(tmp_path / "checkpoint", config=config) as restored:
+        assert restored.get_module().conv is not None
 
 
 def test_a_call_override_returning_several_modules_is_refused(ray_session, text_data):
