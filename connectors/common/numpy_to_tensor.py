@@ -17,7 +17,8 @@ class NumpyToTensor(ConnectorV2):
     the data boundary. On CUDA devices host memory is pinned first so the copy is asynchronous.
     Read-only arrays (zero-copy views of Ray's object store) are copied, so tensors own writable
     memory. Non-numeric columns (strings, objects) are left as they are. A batch keyed by
-    module id (``{module_id: columns}``) has each module's columns converted.
+    module id (``{module_id: columns}``) has each module's columns converted, so RLlib's
+    ``as_learner_connector`` (learner batches are keyed so) needs no different handling.
 
     Example:
         >>> import numpy as np
@@ -30,8 +31,9 @@ class NumpyToTensor(ConnectorV2):
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  device: str | torch.device = "cpu", pin_memory: bool | None = None,
-                 **kwargs: Any):
+                 as_learner_connector: bool = False, **kwargs: Any):
         super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.as_learner_connector = as_learner_connector
         self.device = torch.device(device)
         self.pin_memory = self.device.type == "cuda" if pin_memory is None else pin_memory
 
