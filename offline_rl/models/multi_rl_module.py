@@ -28,7 +28,8 @@ from offline_rl.names import ModuleID
 
 
 class MultiRLModule(Mapping[ModuleID, Any]):
-    """Modules by id. ``module[module_id]`` is one of them; an unknown id raises
+    """Modules by id (a mapping, not itself a torch module: move or call each module).
+    ``module[module_id]`` is one of them; an unknown id raises
     ``UnknownModuleError`` naming those there are. ``get_state``/``set_state`` hold each
     module's ``state_dict``.
 
