@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.common import AddObservationsFromEpisodesToBatch, BatchIndividualItems
+from connectors.common import (
+    AddObservationsFromEpisodesToBatch,
+    AgentToModuleMapping,
+    BatchIndividualItems,
+)
 from connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from connectors.connector_v2 import ConnectorV2
 from connectors.learner import (
@@ -18,6 +22,7 @@ from connectors.learner import (
     AddOneTsToEpisodesAndTruncate,
     FrameStackingLearner,
     GeneralAdvantageEstimation,
+    LearnerConnectorPipeline,
     default_learner_pipeline,
 )
 
@@ -26,12 +31,14 @@ __all__ = [
     "AddNextObservationsFromEpisodesToTrainBatch",
     "AddObservationsFromEpisodesToBatch",
     "AddOneTsToEpisodesAndTruncate",
+    "AgentToModuleMapping",
     "BatchIndividualItems",
     "ConnectorPipelineV2",
     "ConnectorV2",
     "DEFAULT_LEARNER_PIECES",
     "FrameStackingLearner",
     "GeneralAdvantageEstimation",
+    "LearnerConnectorPipeline",
     "NumpyToTensor",
     "default_learner_pipeline",
 ]

@@ -110,4 +110,4 @@ class ConnectorPipelineV2(ConnectorV2):
         )
 
     def __repr__(self) -> str:
-        return f"ConnectorPipelineV2({' -> '.join(c.name for c in self.connectors)})"
+        return f"{type(self).__name__}({' -> '.join(c.name for c in self.connectors)})"

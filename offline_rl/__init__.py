@@ -29,6 +29,7 @@ from offline_rl.names import (
     ENV_RUNNER_RESULTS,
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
+    ModuleID,
 )
 
 __version__ = "0.1.0"
@@ -40,6 +41,9 @@ _LAZY = {
     "Algorithm": "offline_rl.algorithms.algorithm",
     **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
        for name in (f"{algorithm}Config", algorithm)},
+    "BCCatalog": "offline_rl.algorithms.bc.bc_catalog",
+    "DefaultBCTorchRLModule": "offline_rl.algorithms.bc.default_bc_torch_rl_module",
+    "Learner": "offline_rl.core.learner",
     "LearnerGroup": "offline_rl.core.learner_group",
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",
@@ -50,14 +54,19 @@ _LAZY = {
     "OutputWriter": "offline_rl.recording.output_writer",
     "NoopOutput": "offline_rl.recording.output_writer",
     "SingleAgentEpisode": "offline_rl.episodes.episode",
+    "EpisodeType": "offline_rl.episodes.episode",
     "EpisodeReplayBuffer": "offline_rl.episodes.replay_buffer",
     "RLModuleSpec": "offline_rl.models.rl_module_spec",
+    "MultiRLModule": "offline_rl.models.multi_rl_module",
+    "MultiRLModuleSpec": "offline_rl.models.multi_rl_module",
     "DefaultModelConfig": "offline_rl.models.model_config",
     "ExperienceLogger": "offline_rl.recording.experience_logger",
     "JsonWriter": "offline_rl.recording.json_writer",
-    "SampleBatch": "offline_rl.recording.sample_batch_builder",
+    "SampleBatch": "offline_rl.episodes.sample_batch",
+    "MultiAgentBatch": "offline_rl.episodes.sample_batch",
     "SampleBatchBuilder": "offline_rl.recording.sample_batch_builder",
     "get_preprocessor": "offline_rl.recording.preprocessors",
+    "override": "offline_rl.annotations",
 }
 
 __all__ = [
@@ -69,6 +78,7 @@ __all__ = [
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
     "SCHEMA",
+    "ModuleID",
     "Columns",
     *_LAZY,
 ]

@@ -81,6 +81,18 @@ class TrainingError(OfflineRLError, RuntimeError):
     causes."""
 
 
+class UnknownModuleError(ConfigError, KeyError):
+    """A module id names none of the modules there are; the message names those.
+
+    Example:
+        >>> str(UnknownModuleError("no module 'x'; the modules are ['default_policy']"))
+        "no module 'x'; the modules are ['default_policy']"
+    """
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def find_error(error: BaseException) -> OfflineRLError | None:
     """The ``OfflineRLError`` that ``error`` is or wraps (through Ray's ``cause``, ``__cause__``
     and ``__context__``), or ``None``."""

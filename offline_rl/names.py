@@ -20,6 +20,8 @@ LEARNER_RESULTS = "learners"
 OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
 #: ``result[EVALUATION_RESULTS][OFF_POLICY_ESTIMATION][name]``: an off-policy estimate.
 OFF_POLICY_ESTIMATION = "off_policy_estimation"
+#: RLlib's type of module ids (``ray.rllib.utils.typing.ModuleID``).
+ModuleID = str
 #: The one module a single-agent algorithm trains.
 DEFAULT_MODULE_ID = "default_policy"
 #: Figures over all modules, under ``result[LEARNER_RESULTS]``.

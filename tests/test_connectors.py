@@ -11,13 +11,16 @@ from connectors import (
     AddColumnsFromEpisodesToTrainBatch,
     AddNextObservationsFromEpisodesToTrainBatch,
     AddObservationsFromEpisodesToBatch,
+    AgentToModuleMapping,
     BatchIndividualItems,
     ConnectorPipelineV2,
     ConnectorV2,
+    LearnerConnectorPipeline,
     NumpyToTensor,
     default_learner_pipeline,
 )
 from offline_rl import SingleAgentEpisode
+from offline_rl.errors import ConfigError
 
 
 def make_episode(steps: int, start: float = 0.0, terminated: bool = True) -> SingleAgentEpisode:
@@ -126,3 +129,26 @@ def test_default_pipeline_carries_spaces():
     space = gym.spaces.Box(-1, 1, (2,))
     pipeline = default_learner_pipeline(space, gym.spaces.Discrete(2))
     assert all(piece.input_observation_space is space for piece in pipeline)
+
+
+def test_a_multi_rl_module_gets_its_batch_keyed_by_module_id():
+    from offline_rl import MultiRLModule
+
+    module = MultiRLModule({"default_policy": None})
+    episode = SingleAgentEpisode(observations=[[0.0], [1.0]], actions=[1], rewards=[1.0],
+                                 terminated=True, len_lookback_buffer=0).to_numpy()
+    pipeline = LearnerConnectorPipeline(connectors=[
+        AddObservationsFromEpisodesToBatch(as_learner_connector=True),
+        AgentToModuleMapping(), BatchIndividualItems(multi_agent=False), NumpyToTensor()])
+    batch = pipeline(rl_module=module, batch={}, episodes=[episode])
+    assert list(batch) == ["default_policy"]
+    assert isinstance(batch["default_policy"]["obs"], torch.Tensor)
+    # offline-rl's learners take flat columns: with a plain module the batch stays flat.
+    flat = pipeline(rl_module=object(), batch={}, episodes=[episode])
+    assert list(flat) == ["obs"]
+    with pytest.raises(ConfigError, match=r"the MultiRLModule has \['a', 'b'\]; multi-agent "
+                                          "training is not supported yet"):
+        AgentToModuleMapping()(rl_module=MultiRLModule({"a": None, "b": None}),
+                               batch={"obs": np.zeros(1)}, episodes=[])
+    with pytest.raises(ConfigError, match="multi_agent=True"):
+        BatchIndividualItems(multi_agent=True)

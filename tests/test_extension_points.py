@@ -9,19 +9,38 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import pytest
+import ray.data
+import torch
 from PIL import Image
 
 from connectors import AddObservationsFromEpisodesToBatch, BatchIndividualItems
-from offline_rl import BCConfig, OfflineData, OfflinePreLearner, RLModuleSpec
+from offline_rl import (
+    BC,
+    AlgorithmConfig,
+    BCCatalog,
+    BCConfig,
+    DefaultBCTorchRLModule,
+    DefaultModelConfig,
+    MultiAgentBatch,
+    MultiRLModuleSpec,
+    OfflineData,
+    OfflinePreLearner,
+    RLModuleSpec,
+    override,
+)
+from offline_rl.data.call_output import train_columns
+from offline_rl.data.prelearner import map_in_process
 from offline_rl.episodes.replay_buffer import EpisodeBuffer
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, UnknownModuleError
+from offline_rl.models.value_module import PolicyValueTorchRLModule
 from tests.extensions import (
     CountEpisodeSteps,
-    FrameStackingTextPreLearner,
     ImageOfflineData,
     ImageOfflinePreLearner,
     ScaleRewards,
+    TextEpisodesPreLearner,
     TextOfflinePreLearner,
+    TwoModules,
     WholeEpisodeBuffer,
 )
 from tests.test_episode_formats import SPACES as EPISODE_SPACES
@@ -57,7 +76,7 @@ def text_config(path, vocabulary, prelearner_class, observation_space):
 def test_a_static_map_to_episodes_with_prelearner_kwargs_trains(ray_session, text_data):
     path, vocabulary = text_data
     one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
-    config = text_config(path, vocabulary, TextOfflinePreLearner, one_hot)
+    config = text_config(path, vocabulary, TextEpisodesPreLearner, one_hot)
     with config.build() as algo:
         losses = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(4)]
     assert losses[-1] < losses[0] * 0.7
@@ -68,20 +87,129 @@ def test_a_static_map_to_episodes_with_prelearner_kwargs_trains(ray_session, tex
         TextOfflinePreLearner._map_to_episodes(False, {"text": np.array(SENTENCES[:1])})
 
 
-def test_a_call_override_with_its_own_frame_stacking_pipeline_trains(ray_session, text_data):
+def seed_module_spec(vocabulary):
+    """The seed's ``module_spec``, as it writes it."""
+    return MultiRLModuleSpec(
+        rl_module_specs={
+            "default_policy": RLModuleSpec(
+                model_config=DefaultModelConfig(
+                    conv_filters=[[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
+                    conv_activation="relu",
+                ),
+                inference_only=False,
+                module_class=DefaultBCTorchRLModule,
+                catalog_class=BCCatalog,
+                action_space=gym.spaces.Discrete(len(vocabulary)),
+                observation_space=gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32),
+            ),
+        },
+    )
+
+
+def test_the_seed_call_override_maps_a_batch_to_a_multi_agent_batch(ray_session, text_data):
     path, vocabulary = text_data
+    ds = ray.data.read_text(str(path))
+    module_spec = seed_module_spec(vocabulary)
+    batch = ds.take_batch(10)
+    oplr = TextOfflinePreLearner(
+        config=AlgorithmConfig(),
+        spaces=(
+            gym.spaces.Discrete(len(vocabulary)),
+            gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)),
+        module_spec=module_spec,
+        vocabulary=vocabulary,
+    )
+    transformed = oplr(batch)
+    assert list(transformed) == ["batch"] and isinstance(transformed["batch"], MultiAgentBatch)
+    policy_batches = transformed["batch"].policy_batches
+    assert list(policy_batches) == ["default_policy"]
+    columns = policy_batches["default_policy"]
+    steps = sum(len(text.split(" ")) - 1 for text in batch["text"])
+    assert transformed["batch"].env_steps() == columns.count == steps
+    assert isinstance(columns["obs"], torch.Tensor)
+    assert columns["obs"].shape == (steps, len(vocabulary), 1, 4)  # four frames stacked
+    assert columns["actions"].shape == columns["rewards"].shape == (steps,)
+    obs = columns["obs"].numpy()
+    np.testing.assert_array_equal(obs[1, :, :, :3], obs[0, :, :, 1:])
+    # The spec's conv layers build: "same" padding keeps the (V, 1) frame's width of 1.
+    module = module_spec.build()["default_policy"]
+    assert isinstance(module, DefaultBCTorchRLModule) and module.conv is not None
+    assert module.compute_actions(np.zeros((2, len(vocabulary), 1, 1), np.float32)).shape == (2,)
+
+
+def test_the_seed_call_override_trains_through_the_config(ray_session, text_data, tmp_path):
+    path, vocabulary = text_data
+    # The seed's __call__ reads spaces[0] as the action space (RLlib hands PreLearners
+    # (observation_space, action_space)); episodes keep the spaces they are given.
     one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
     stacked = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 4), np.float32)
-    config = text_config(path, vocabulary, FrameStackingTextPreLearner, one_hot).rl_module(
-        rl_module_spec=RLModuleSpec(observation_space=stacked))
-    prelearner = FrameStackingTextPreLearner(config, (one_hot, config.action_space),
-                                             vocabulary=vocabulary)
-    batch = prelearner({"text": np.array(SENTENCES[:1])})
-    assert batch["obs"].shape == (5, len(vocabulary), 1, 4)
-    np.testing.assert_array_equal(batch["obs"][1, :, :, :3], batch["obs"][0, :, :, 1:])
+    config = text_config(path, vocabulary, TextOfflinePreLearner, one_hot).rl_module(
+        rl_module_spec=RLModuleSpec(
+            module_class=DefaultBCTorchRLModule, catalog_class=BCCatalog,
+            observation_space=stacked,
+            model_config=DefaultModelConfig(conv_filters=[[8, 4, 2], [16, 4, 2]],
+                                            fcnet_hiddens=[32])))
     with config.build() as algo:
-        losses = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(4)]
-    assert losses[-1] < losses[0] * 0.7
+        losses = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(3)]
+        assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+        module = algo.get_module()
+        assert module is algo.get_module(module_id="default_policy") is algo.module
+        assert isinstance(module, DefaultBCTorchRLModule) and module.conv is not None
+        with pytest.raises(UnknownModuleError, match=r"no module 'other'; the modules are "
+                                                     r"\['default_policy'\]"):
+            algo.get_module("other")
+        with pytest.warns(UserWarning, match="has no config.yaml"):  # a spec of classes
+            algo.save_to_path(tmp_path / "checkpoint")
+    with BC.from_checkpoint(tmp_path / "checkpoint", config=config) as restored:
+        assert restored.get_module().conv is not None
+
+
+def test_a_call_override_returning_several_modules_is_refused(ray_session, text_data):
+    path, vocabulary = text_data
+    one_hot = gym.spaces.Box(0.0, 1.0, (len(vocabulary), 1, 1), np.float32)
+    config = text_config(path, vocabulary, TwoModules, one_hot)
+    prelearner = TwoModules(config=config, spaces=(config.action_space, one_hot),
+                            module_spec=seed_module_spec(vocabulary), vocabulary=vocabulary)
+    several = r"MultiAgentBatch for the modules \['default_policy', 'other'\]; .*multi-agent " \
+              r"training is not supported yet"
+    with pytest.raises(ConfigError, match=several):
+        map_in_process(prelearner, pa.table({"text": SENTENCES}))
+    with pytest.raises(ConfigError, match=r"for the modules \['other'\]; offline-rl trains "
+                                          r"the one module 'default_policy'"):
+        train_columns({"batch": MultiAgentBatch({"other": {"obs": np.zeros(1)}}, env_steps=1)})
+    with config.build() as algo, pytest.raises(ConfigError, match=several):
+        algo.train()
+
+
+def test_module_specs_refuse_what_offline_rl_modules_do_not_build():
+    spaces = {"observation_space": gym.spaces.Box(0, 1, (6, 1, 1), np.float32),
+              "action_space": gym.spaces.Discrete(3)}
+    with pytest.raises(ConfigError, match="catalog_class=BCCatalog: .*DefaultTorchRLModule's "
+                                          "catalog is None"):
+        RLModuleSpec(catalog_class=BCCatalog, **spaces).build()
+    with pytest.raises(ConfigError, match="inference_only=True"):
+        RLModuleSpec(module_class=DefaultBCTorchRLModule, inference_only=True, **spaces).build()
+    with pytest.raises(ConfigError, match="conv_filters: PolicyValueTorchRLModule reads flat "
+                                          "observations"):
+        RLModuleSpec(module_class=PolicyValueTorchRLModule,
+                     model_config={"conv_filters": [[4, 2, 2]]}, **spaces).build()
+    with pytest.raises(ConfigError, match=r"conv_filters=\[\[4, 2\]\]: give a list of "
+                                          r"\[out_channels, kernel, stride\]"):
+        DefaultModelConfig.from_dict({"conv_filters": [[4, 2]]})
+    with pytest.raises(ConfigError, match=r"need \(height, width, channels\) observations; "
+                                          r"the observation shape is \(6,\)"):
+        RLModuleSpec(module_class=DefaultBCTorchRLModule,
+                     model_config={"conv_filters": [[4, 2, 2]]},
+                     observation_space=gym.spaces.Box(0, 1, (6,)),
+                     action_space=gym.spaces.Discrete(3)).build()
+
+
+def test_override_refuses_a_method_the_parent_lacks():
+    with pytest.raises(TypeError, match="_map_to_episode is not a method of OfflinePreLearner"):
+        class Misspelt(OfflinePreLearner):
+            @override(OfflinePreLearner)
+            def _map_to_episode(self):
+                return {}
 
 
 def test_an_offline_data_subclass_reads_its_own_files_and_serves_the_learner(ray_session,

@@ -3,6 +3,7 @@
 from connectors.common.add_observations_from_episodes_to_batch import (
     AddObservationsFromEpisodesToBatch,
 )
+from connectors.common.agent_to_module_mapping import AgentToModuleMapping
 from connectors.common.batch_individual_items import BatchIndividualItems
 
-__all__ = ["AddObservationsFromEpisodesToBatch", "BatchIndividualItems"]
+__all__ = ["AddObservationsFromEpisodesToBatch", "AgentToModuleMapping", "BatchIndividualItems"]

@@ -16,7 +16,9 @@ class NumpyToTensor(ConnectorV2):
     Runs in the learner process (never inside Ray Data), so nothing torch- or CUDA-specific crosses
     the data boundary. On CUDA devices host memory is pinned first so the copy is asynchronous.
     Read-only arrays (zero-copy views of Ray's object store) are copied, so tensors own writable
-    memory. Non-numeric columns (strings, objects) are left as they are.
+    memory. Non-numeric columns (strings, objects) are left as they are. A batch keyed by
+    module id (``{module_id: columns}``) has each module's columns converted, so RLlib's
+    ``as_learner_connector`` (learner batches are keyed so) needs no different handling.
 
     Example:
         >>> import numpy as np
@@ -29,8 +31,9 @@ class NumpyToTensor(ConnectorV2):
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
                  device: str | torch.device = "cpu", pin_memory: bool | None = None,
-                 **kwargs: Any):
+                 as_learner_connector: bool = False, **kwargs: Any):
         super().__init__(input_observation_space, input_action_space, **kwargs)
+        self.as_learner_connector = as_learner_connector
         self.device = torch.device(device)
         self.pin_memory = self.device.type == "cuda" if pin_memory is None else pin_memory
 
@@ -38,6 +41,8 @@ class NumpyToTensor(ConnectorV2):
         return {column: self._to_tensor(value) for column, value in batch.items()}
 
     def _to_tensor(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {column: self._to_tensor(inner) for column, inner in value.items()}
         if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
             return value
         if not value.flags.writeable:

@@ -13,6 +13,7 @@ from connectors.learner.add_next_observations_from_episodes_to_train_batch impor
 from connectors.learner.add_one_ts_to_episodes_and_truncate import AddOneTsToEpisodesAndTruncate
 from connectors.learner.frame_stacking import FrameStackingLearner
 from connectors.learner.general_advantage_estimation import GeneralAdvantageEstimation
+from connectors.learner.learner_connector_pipeline import LearnerConnectorPipeline
 
 #: The pieces ``default_learner_pipeline`` builds, in order.
 DEFAULT_LEARNER_PIECES = (
@@ -43,5 +44,6 @@ __all__ = [
     "DEFAULT_LEARNER_PIECES",
     "FrameStackingLearner",
     "GeneralAdvantageEstimation",
+    "LearnerConnectorPipeline",
     "default_learner_pipeline",
 ]

@@ -18,6 +18,7 @@ from offline_rl.algorithms.train_results import data_figures, mean_learner_metri
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.models.multi_rl_module import MultiRLModule
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import (
     ALL_MODULES,
@@ -114,8 +115,7 @@ class Algorithm:
                 num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
                 seed=sections.debugging.seed,
             )
-        self.observation_space, self.action_space = self._spaces()
-        spaces = (self.observation_space, self.action_space)
+        spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
             check_output(self.recording_config(), input_=sections.offline_data.input_)
@@ -179,10 +179,8 @@ class Algorithm:
 
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
         environment, evaluator = self.config.sections.environment, self.evaluator
-        if evaluator is None:
-            return environment.observation_space, environment.action_space
-        return (environment.observation_space or evaluator.observation_space,
-                environment.action_space or evaluator.action_space)
+        return (environment.observation_space or getattr(evaluator, "observation_space", None),
+                environment.action_space or getattr(evaluator, "action_space", None))
 
     @property
     def num_updates_lifetime(self) -> int:
@@ -194,13 +192,15 @@ class Algorithm:
         """The trained torch policy module (learner 0's weights with remote learners)."""
         return self.learner_group.module
 
+    def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
+        """RLlib's ``get_module``: the trained module of ``module_id`` (there is one)."""
+        return MultiRLModule({DEFAULT_MODULE_ID: self.module})[module_id]
+
     def get_policy(self, policy_id: str = DEFAULT_MODULE_ID) -> Policy:
         """RLlib's ``Policy`` of the trained module (which off-policy estimators take)."""
         from offline_rl.evaluation.off_policy.policy import Policy
 
-        if policy_id != DEFAULT_MODULE_ID:
-            raise ConfigError(f"no policy {policy_id!r}; the only one is {DEFAULT_MODULE_ID!r}")
-        return Policy(self.module)
+        return Policy(self.get_module(policy_id))
 
     @surface_errors
     def train(self) -> dict[str, Any]:

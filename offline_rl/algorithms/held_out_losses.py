@@ -42,6 +42,7 @@ class HeldOutLosses:
         data_options = self.data_config.offline_data
         prelearner = prelearner_class(self.data_config, self.spaces,
                                       module_weights=self.offline_data.module_weights,
+                                      module_spec=self.data_config.module_spec(),
                                       source=f"offline_eval_input_ {data_options.input_}",
                                       **data_options.prelearner_kwargs)
         batches = [map_in_process(prelearner, table) for table in self.tables]

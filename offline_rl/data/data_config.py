@@ -19,7 +19,9 @@ import gymnasium as gym
 
 from connectors import ConnectorPipelineV2, default_learner_pipeline
 from offline_rl.data.input_api import InputCreator, input_creator
+from offline_rl.models.multi_rl_module import MultiRLModuleSpec
 from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.offline_data import OfflineDataConfig
@@ -87,6 +89,12 @@ class DataConfig(FlatAccess):
         if self.learner_pipeline is None:
             return default_learner_pipeline(input_observation_space, input_action_space)
         return copy.deepcopy(self.learner_pipeline)
+
+    def module_spec(self) -> MultiRLModuleSpec | None:
+        """What RLlib gives PreLearners as ``module_spec``: the policy module's spec as a
+        ``MultiRLModuleSpec`` of ``DEFAULT_MODULE_ID`` (``None`` without a spec)."""
+        spec = self.rl_module_spec
+        return None if spec is None else MultiRLModuleSpec({DEFAULT_MODULE_ID: spec})
 
 
 def as_data_config(config: object, spaces: tuple[gym.Space, gym.Space]) -> DataConfig:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -11,6 +12,7 @@ import pyarrow as pa
 import ray.data
 
 from offline_rl.columns import Columns
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.prelearner import overrides_call
 from offline_rl.errors import DataFormatError
@@ -26,16 +28,17 @@ class ObservationStatistics:
 
 
 def observation_moments(batch: pa.Table | dict[str, np.ndarray], *, config: DataConfig,
-                        spaces: tuple[gym.Space, gym.Space], prelearner_class: type
-                        ) -> dict[str, np.ndarray]:
+                        spaces: tuple[gym.Space, gym.Space], prelearner_class: type,
+                        module_spec: Any = None) -> dict[str, np.ndarray]:
     """One batch of input rows -> one row: the count, mean and sum of squared deviations
     (``m2``) of the observations the PreLearner makes of them (with episode formats, of
     every timestep of the episodes it admits, rather than of a sample)."""
-    prelearner = prelearner_class(config, spaces, **config.offline_data.prelearner_kwargs)
+    prelearner = prelearner_class(config, spaces, module_spec=module_spec,
+                                  **config.offline_data.prelearner_kwargs)
     if config.reads_episodes:
         columns = prelearner.stages.from_episodes(prelearner.admitted_episodes(batch))
     else:
-        columns = prelearner(batch)
+        columns = train_columns(prelearner(batch))
     features = int(np.prod(spaces[0].shape))
     obs = np.asarray(columns.get(Columns.OBS, []), dtype=np.float64).reshape(-1, features)
     mean = obs.mean(axis=0) if len(obs) else np.zeros(features)
@@ -73,12 +76,14 @@ def observation_statistics(source: ray.data.Dataset, config: DataConfig,
     pipeline = config.build_learner_connector(*spaces)
     for piece in [piece for piece in pipeline if piece.needs_module]:
         pipeline.remove(type(piece))
+    module_spec = config.module_spec()  # for a PreLearner that builds its own module
     config = dataclasses.replace(config, learner_pipeline=pipeline, rl_module_spec=None)
     rows = source.map_batches(
         observation_moments,
         batch_size=batch_size,
         batch_format="numpy" if overrides_call(prelearner_class) else "pyarrow",
-        fn_kwargs={"config": config, "spaces": spaces, "prelearner_class": prelearner_class},
+        fn_kwargs={"config": config, "spaces": spaces, "prelearner_class": prelearner_class,
+                   "module_spec": module_spec},
     ).take_all()
     count = np.array([row["count"] for row in rows], dtype=np.int64)
     if not count.sum():

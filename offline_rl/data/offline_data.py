@@ -25,7 +25,7 @@ from offline_rl.data.input_reader import check_input, first_rows, read_input
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
 from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
-from offline_rl.data.prelearner import OfflinePreLearner, map_in_process, overrides_call
+from offline_rl.data.prelearner import OfflinePreLearner, map_batches_callable, map_in_process
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
@@ -56,8 +56,8 @@ class OfflineData:
     remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
     data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
     it. Streamed otherwise: with ``materialize_data=True`` too, one Ray Data execution maps
-    many epochs with the same PreLearner actors (``repeats_epochs``); else each epoch
-    is an execution of its own. When the learner connector ``needs_module``, the learners
+    many epochs with the same PreLearner actors (``repeats_epochs``); else each epoch is an
+    execution of its own. When the learner connector ``needs_module``, the learners
     ``publish_weights`` for the PreLearners.
 
     ``sample()`` is what the learners read: a subclass selected with
@@ -104,8 +104,7 @@ class OfflineData:
         #: ``input_read_method`` when the pipeline is built; a subclass's ``__init__`` may set
         #: its own (lazy) dataset here instead, as RLlib's ``OfflineData.data``.
         self.data: ray.data.Dataset | None = None
-        #: The mapped dataset, once built.
-        self.dataset: ray.data.Dataset | None = None
+        self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
         self.stream: BatchStream | None = None
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
         #: learner's one when ``repeats_epochs``.
@@ -141,9 +140,9 @@ class OfflineData:
         file, table = sample
         if self.reads_episodes:
             table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
-        prelearner = self.prelearner_class(config=self.config, spaces=self.spaces,
-                                           source=f"the first rows of {file}",
-                                           **self.config.offline_data.prelearner_kwargs)
+        prelearner = self.prelearner_class(
+            config=self.config, spaces=self.spaces, source=f"the first rows of {file}",
+            module_spec=self.config.module_spec(), **self.config.offline_data.prelearner_kwargs)
         map_in_process(prelearner, table)
 
     def start(self) -> OfflineData:
@@ -239,10 +238,11 @@ class OfflineData:
                 prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
             return self.dataset
         source = self.data if self.data is not None else read_input(self._read_config())
+        mapper, batch_format = map_batches_callable(self.prelearner_class)
         dataset = source.map_batches(
-            self.prelearner_class,
+            mapper,
             batch_size=self._rows_per_call(),
-            batch_format="numpy" if overrides_call(self.prelearner_class) else "pyarrow",
+            batch_format=batch_format,
             fn_constructor_kwargs=self._prelearner_kwargs(),
             **self._pool_kwargs,
         )
@@ -252,7 +252,8 @@ class OfflineData:
 
     def _prelearner_kwargs(self) -> dict[str, Any]:
         return {"config": self.config, "spaces": self.spaces, "ledger": self._ledger,
-                "module_weights": self.module_weights, **self.config.offline_data.prelearner_kwargs}
+                "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
+                **self.config.offline_data.prelearner_kwargs}
 
     def _materialize_parts(self) -> None:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
@@ -275,14 +276,13 @@ class OfflineData:
 
     def _rows_per_call(self) -> int:
         """Rows per PreLearner call: ``input_read_batch_size`` or a default."""
-        default = (EPISODES_PER_PRELEARNER_CALL if self.reads_episodes
-                   else ROWS_PER_PRELEARNER_CALL * self.batch_size)
-        return self.config.offline_data.input_read_batch_size or default
+        return self.config.offline_data.input_read_batch_size or (
+            EPISODES_PER_PRELEARNER_CALL if self.reads_episodes else ROWS_PER_PRELEARNER_CALL
+            * self.batch_size)
 
     def _read_config(self) -> DataConfig:
-        """The config to read with: episode formats also read each row's file path (Ray Data's
-        ``include_paths``), so errors can name the file; files holding different columns are
-        read for the columns they share."""
+        """The config to read with: episode formats also read each row's file path (so errors
+        name the file); files holding different columns are read for those they share."""
         kwargs = dict(self.config.offline_data.input_read_method_kwargs)
         if (self.reads_episodes and isinstance(self.config.offline_data.input_read_method, str)
                 and "include_paths" not in kwargs):

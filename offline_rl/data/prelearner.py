@@ -12,6 +12,7 @@ import pyarrow as pa
 from ray.data.block import BlockAccessor
 
 from offline_rl.columns import SCHEMA, Columns
+from offline_rl.data.call_output import mapper_for, train_columns
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import LedgerClient
 from offline_rl.data.episode_admission import EpisodeAdmission, decode_episodes
@@ -38,7 +39,9 @@ class OfflinePreLearner:
     decoded into whole episodes, checked, added to the PreLearner's ``EpisodeReplayBuffer``, and
     sampled: about one train batch of exactly ``train_batch_size_per_learner`` timesteps per
     that many timesteps read. Subclasses override ``_map_to_episodes`` or ``__call__``
-    (RLlib's extension points) and are named with ``offline_data(prelearner_class=...)``.
+    (RLlib's extension points) and are named with ``offline_data(prelearner_class=...)``; an
+    own ``__call__`` gets numpy columns and may return train columns or, as RLlib's, ``{"batch":
+    MultiAgentBatch}`` (``offline_rl.data.call_output``).
 
     Every format gets the same value checks (``offline_rl.formats.checks``). Data dropped
     (duplicate episodes, also across actors, empty ones, non-finite values with
@@ -67,10 +70,14 @@ class OfflinePreLearner:
 
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space], *,
                  ledger: Any = None, module_weights: Any = None, source: str | None = None,
-                 **kwargs: Any):
+                 module_spec: Any = None, module_state: Any = None, **kwargs: Any):
         self.config = config = as_data_config(config, spaces)
         #: ``prelearner_kwargs``: passed on to ``_map_to_episodes``.
         self.kwargs = kwargs
+        #: RLlib's arguments (a ``MultiRLModuleSpec`` of the learners' module, and its
+        #: state), given to every PreLearner for subclasses that build their own module;
+        #: this class builds one, from ``config.rl_module_spec``, only for pieces that need it.
+        self.module_spec, self.module_state = module_spec, module_state
         #: How error messages name the rows (default: "rows read from <input_>").
         self.source = source or f"rows read from {config.offline_data.input_}"
         self.spaces = spaces
@@ -214,9 +221,20 @@ def overrides_call(prelearner_class: type) -> bool:
     return prelearner_class.__call__ is not OfflinePreLearner.__call__
 
 
-def map_in_process(prelearner: Any, table: pa.Table) -> dict[str, Any]:
+def map_batches_callable(prelearner_class: type) -> tuple[type, str]:
+    """What Ray Data's ``map_batches`` maps with for ``prelearner_class``, and its
+    ``batch_format``: a class with its own ``__call__`` gets numpy columns and its outputs are
+    taken as ``train_columns`` (``mapper_for``); ``OfflinePreLearner``'s reads Arrow."""
+    if overrides_call(prelearner_class):
+        return mapper_for(prelearner_class), "numpy"
+    return prelearner_class, "pyarrow"
+
+
+def map_in_process(prelearner: Any, table: pa.Table) -> Mapping[str, Any]:
     """``prelearner`` applied to ``table`` in this process, as the pipeline calls it: numpy
-    columns for a class that overrides ``__call__`` (``batch_format="numpy"``), else Arrow."""
-    numpy_rows = overrides_call(type(prelearner))
-    return prelearner(BlockAccessor.for_block(table).to_numpy() if numpy_rows else table)
+    columns for a class that overrides ``__call__`` (``batch_format="numpy"``), its output as
+    ``train_columns``; else Arrow."""
+    if not overrides_call(type(prelearner)):
+        return prelearner(table)
+    return train_columns(prelearner(BlockAccessor.for_block(table).to_numpy()))
 

@@ -393,3 +393,8 @@ class SingleAgentEpisode:
         return (f"SingleAgentEpisode(id_={self.id_!r}, t_started={self.t_started}, "
                 f"len={len(self)}, terminated={bool(self.is_terminated)}, "
                 f"truncated={bool(self.is_truncated)}, return={self.get_return():g})")
+
+
+#: RLlib's type of the episodes connectors and PreLearners handle
+#: (``ray.rllib.utils.typing.EpisodeType``); offline-rl's are single-agent.
+EpisodeType = SingleAgentEpisode

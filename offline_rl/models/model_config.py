@@ -21,6 +21,12 @@ class DefaultModelConfig:
         'tanh'
     """
 
+    #: A convolutional encoder before the MLP, for image-like ``(height, width, channels)``
+    #: observations: one ``[out_channels, kernel, stride]`` per layer, ``"same"`` padding
+    #: (RLlib's ``conv_filters``); ``None``: the MLP reads the flattened observation. Only the
+    #: policy module of BC builds one (``DefaultTorchRLModule``); the others refuse it.
+    conv_filters: list[list[int]] | None = None
+    conv_activation: str = "relu"
     fcnet_hiddens: list[int] = field(default_factory=lambda: [256, 256])
     fcnet_activation: str = "tanh"
     head_fcnet_hiddens: list[int] = field(default_factory=list)
@@ -53,7 +59,15 @@ class DefaultModelConfig:
                     for units in sizes):
                 raise ConfigError(f"model_config {name}={sizes!r}: give a list of layer sizes, "
                                   "each an int >= 1 (units), e.g. [256, 256]")
-        for name in ("fcnet_activation", "head_fcnet_activation"):
+        filters = config.conv_filters
+        if filters is not None and not (isinstance(filters, list | tuple) and filters and all(
+                isinstance(layer, list | tuple) and len(layer) == 3
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in layer)
+                for layer in filters)):
+            raise ConfigError(f"model_config conv_filters={filters!r}: give a list of "
+                              "[out_channels, kernel, stride] per layer, each an int >= 1, "
+                              "e.g. [[16, 4, 2], [32, 4, 2]]")
+        for name in ("fcnet_activation", "head_fcnet_activation", "conv_activation"):
             if getattr(config, name) not in ACTIVATIONS:
                 raise ConfigError(
                     f"model_config {name}={getattr(config, name)!r}: use one of {list(ACTIVATIONS)}"

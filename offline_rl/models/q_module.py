@@ -28,6 +28,9 @@ class QTorchRLModule(DefaultTorchRLModule):
         (torch.Size([5, 2]), torch.Size([5, 2]))
     """
 
+    #: Its other networks read the flat observation.
+    supports_conv_filters = False
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  model_config: DefaultModelConfig):
         if not isinstance(action_space, gym.spaces.Discrete):

@@ -17,7 +17,12 @@ class RLModuleSpec:
     """Everything needed to build an RLModule: its class, spaces and model config.
 
     ``module_class`` may be a class or a ``"package.module:ClassName"`` string; by default the MLP
-    ``DefaultTorchRLModule``.
+    ``DefaultTorchRLModule``. RLlib's ``catalog_class`` (the class that builds a module's
+    networks there) names the module family: offline-rl's modules build their own networks
+    from ``model_config``, so a catalog is accepted when it is the module class's own
+    (``module_class.catalog_class``, e.g. ``BCCatalog`` for ``DefaultBCTorchRLModule``) and
+    refused otherwise. ``inference_only=True`` (RLlib's module without its training-only
+    parts) is refused: offline-rl builds modules for learners.
 
     Example:
         >>> import gymnasium as gym
@@ -31,6 +36,8 @@ class RLModuleSpec:
     observation_space: gym.Space | None = None
     action_space: gym.Space | None = None
     model_config: DefaultModelConfig | dict[str, Any] | None = None
+    catalog_class: type | None = None
+    inference_only: bool = False
 
     def build(self) -> Any:
         """Builds the module (imports torch)."""
@@ -41,6 +48,7 @@ class RLModuleSpec:
             module_class = DefaultTorchRLModule
         elif isinstance(module_class, str):
             module_class = import_object(module_class)
+        self._check_catalog(module_class)
         model_config = self.model_config
         if not isinstance(model_config, DefaultModelConfig):
             model_config = DefaultModelConfig.from_dict(model_config or {})
@@ -51,3 +59,15 @@ class RLModuleSpec:
             action_space=self.action_space,
             model_config=model_config,
         )
+
+    def _check_catalog(self, module_class: type) -> None:
+        """Refuses ``inference_only`` and a ``catalog_class`` that is not the module's own."""
+        if self.inference_only:
+            raise ConfigError("RLModuleSpec(inference_only=True): offline-rl builds learner "
+                              "modules only; leave inference_only=False")
+        own = getattr(module_class, "catalog_class", None)
+        if self.catalog_class is not None and self.catalog_class is not own:
+            raise ConfigError(
+                f"RLModuleSpec catalog_class={self.catalog_class.__name__}: offline-rl's "
+                f"modules build their own networks, and {module_class.__name__}'s catalog is "
+                f"{getattr(own, '__name__', None)}; leave catalog_class out or give that one")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +12,7 @@ from torch import nn
 
 from offline_rl.columns import Columns
 from offline_rl.errors import ConfigError
+from offline_rl.models.conv_encoder import ConvEncoder
 from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
 from offline_rl.models.observation_normalizer import ObservationNormalizer
@@ -28,7 +29,8 @@ def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Seq
 
 
 class DefaultTorchRLModule(nn.Module):
-    """MLP policy for Box observations and Discrete (categorical) or Box (Gaussian) actions.
+    """MLP policy for Box observations and Discrete (categorical) or Box (Gaussian) actions;
+    with ``model_config.conv_filters``, a ``ConvEncoder`` before the MLP.
 
     ``forward_train``/``forward_inference``/``forward_exploration`` return ``action_dist_inputs``,
     which ``get_*_action_dist_cls()`` turns into a distribution (RLlib's RLModule contract).
@@ -40,6 +42,10 @@ class DefaultTorchRLModule(nn.Module):
         >>> module.forward_train({"obs": torch.zeros(3, 4)})["action_dist_inputs"].shape
         torch.Size([3, 2])
     """
+
+    #: Whether the module builds ``model_config.conv_filters`` (subclasses whose other
+    #: networks read the flat observation refuse them).
+    supports_conv_filters: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -75,13 +81,29 @@ class DefaultTorchRLModule(nn.Module):
         #: The input filter with ``normalize_observations`` (identity until given statistics).
         self.obs_normalizer = (self._build_normalizer() if model_config.normalize_observations
                                else None)
+        #: The conv layers with ``model_config.conv_filters``, else ``None``.
+        self.conv = self._build_conv()
+        features = obs_dim if self.conv is None else self.conv.out_dim
         hiddens = list(model_config.fcnet_hiddens)
-        self.encoder = mlp([obs_dim, *hiddens], model_config.fcnet_activation)
-        head_sizes = [hiddens[-1] if hiddens else obs_dim, *model_config.head_fcnet_hiddens]
+        self.encoder = mlp([features, *hiddens], model_config.fcnet_activation)
+        head_sizes = [hiddens[-1] if hiddens else features, *model_config.head_fcnet_hiddens]
         free_log_std = model_config.free_log_std and issubclass(self._dist_cls, TorchDiagGaussian)
         self.pi = mlp([*head_sizes, outputs // 2 if free_log_std else outputs],
                       model_config.head_fcnet_activation, activate_last=False)
         self.log_std = nn.Parameter(torch.zeros(outputs // 2)) if free_log_std else None
+
+    def _build_conv(self) -> ConvEncoder | None:
+        filters = self.model_config.conv_filters
+        if filters is None:
+            return None
+        if not self.supports_conv_filters:
+            raise ConfigError(f"model_config conv_filters: {type(self).__name__} reads flat "
+                              "observations and builds no conv layers; leave conv_filters out")
+        if not isinstance(self.observation_space, gym.spaces.Box):
+            raise ConfigError("model_config conv_filters need Box observations; the "
+                              f"observation space is {self.observation_space}")
+        return ConvEncoder(self.observation_space.shape, filters,
+                           self.model_config.conv_activation)
 
     def _build_normalizer(self) -> ObservationNormalizer:
         config = self.model_config
@@ -99,7 +121,9 @@ class DefaultTorchRLModule(nn.Module):
         if isinstance(self.observation_space, gym.spaces.Discrete):
             return nn.functional.one_hot(obs.long(), int(self.observation_space.n)).float()
         flat = obs.reshape(obs.shape[0], -1).float()
-        return flat if self.obs_normalizer is None else self.obs_normalizer(flat)
+        if self.obs_normalizer is not None:
+            flat = self.obs_normalizer(flat)
+        return flat if self.conv is None else self.conv(flat.reshape(obs.shape))
 
     def _dist_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         outputs = self.pi(self.encoder(self._encode_obs(batch[Columns.OBS])))

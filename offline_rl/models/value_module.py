@@ -24,6 +24,9 @@ class PolicyValueTorchRLModule(DefaultTorchRLModule):
         torch.Size([5])
     """
 
+    #: Its other networks read the flat observation.
+    supports_conv_filters = False
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  model_config: DefaultModelConfig):
         super().__init__(observation_space, action_space, model_config)

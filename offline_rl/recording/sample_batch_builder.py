@@ -30,25 +30,12 @@ import numpy as np
 
 from offline_rl.columns import Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.sample_batch import SampleBatch
 from offline_rl.errors import DataFormatError
 
 #: The column RLlib numbers each built batch with.
 UNROLL_ID = "unroll_id"
 _unroll_ids = itertools.count()
-
-
-class SampleBatch(dict[str, np.ndarray]):
-    """Columns of equal length (one row per step), as RLlib's old-stack ``SampleBatch``.
-
-    Example:
-        >>> SampleBatch({"rewards": np.array([1.0, 0.0])}).count
-        2
-    """
-
-    @property
-    def count(self) -> int:
-        """Rows in the batch."""
-        return len(next(iter(self.values()))) if self else 0
 
 
 class SampleBatchBuilder:

@@ -1,0 +1,82 @@
+"""What a PreLearner's own ``__call__`` may return, as the train columns learners take.
+
+RLlib's custom PreLearners return ``{"batch": MultiAgentBatch({module_id: SampleBatch})}``,
+often of torch tensors (``NumpyToTensor``); offline-rl's return flat numpy columns. Both reach
+the learners as flat numpy columns: Ray Data carries nothing else across processes.
+
+Example:
+    >>> import numpy as np
+    >>> from offline_rl.episodes.sample_batch import MultiAgentBatch
+    >>> output = {"batch": MultiAgentBatch({"default_policy": {"rewards": np.ones(2)}}, 2)}
+    >>> train_columns(output)
+    {'rewards': array([1., 1.])}
+    >>> train_columns({"batch": MultiAgentBatch({"a": {}, "b": {}}, 0)})
+    Traceback (most recent call last):
+    ...
+    offline_rl.errors.ConfigError: the PreLearner's __call__ returned a MultiAgentBatch for ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from offline_rl.episodes.sample_batch import MultiAgentBatch
+from offline_rl.errors import ConfigError
+from offline_rl.names import DEFAULT_MODULE_ID
+
+
+def train_columns(output: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``output`` as it is when it is flat columns; the one module's columns, as numpy (torch
+    tensors converted), when it is ``{"batch": MultiAgentBatch}``. A ``MultiAgentBatch`` of
+    other modules than ``DEFAULT_MODULE_ID`` raises ``ConfigError`` naming them."""
+    batch = output.get("batch") if len(output) == 1 else None
+    if not isinstance(batch, MultiAgentBatch):
+        return output
+    modules = sorted(batch.policy_batches)
+    if modules != [DEFAULT_MODULE_ID]:
+        raise ConfigError(
+            f"the PreLearner's __call__ returned a MultiAgentBatch for the modules {modules}; "
+            f"offline-rl trains the one module {DEFAULT_MODULE_ID!r} (multi-agent training is "
+            "not supported yet): return a MultiAgentBatch of that module only, or its columns")
+    return {column: _as_numpy(value)
+            for column, value in batch.policy_batches[DEFAULT_MODULE_ID].items()}
+
+
+def _as_numpy(value: Any) -> Any:
+    """A torch tensor as a numpy array (without importing torch); anything else unchanged."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):
+        return value.detach().cpu().numpy()
+    return value
+
+
+class CallOutputMapper:
+    """What Ray Data maps with for a PreLearner class with its own ``__call__``: that class's
+    instance, its outputs as ``train_columns``. ``mapper_for`` names a subclass as the
+    PreLearner class, so Ray Data's stats name the user's class."""
+
+    #: The PreLearner class mapped (set by ``mapper_for``).
+    prelearner_class: ClassVar[type]
+
+    def __init__(self, **prelearner_kwargs: Any):
+        self.prelearner = self.prelearner_class(**prelearner_kwargs)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> Mapping[str, Any]:
+        return train_columns(self.prelearner(batch))
+
+
+def mapper_for(prelearner_class: type) -> type[CallOutputMapper]:
+    """A ``CallOutputMapper`` of ``prelearner_class``, named as it.
+
+    Example:
+        >>> class Upper:
+        ...     def __init__(self, **kwargs): pass
+        ...     def __call__(self, batch): return {"text": np.char.upper(batch["text"])}
+        >>> mapper = mapper_for(Upper)
+        >>> mapper.__name__, mapper()({"text": np.array(["a"])})["text"].tolist()
+        ('Upper', ['A'])
+    """
+    return type(prelearner_class.__name__, (CallOutputMapper,),
+                {"prelearner_class": prelearner_class, "__doc__": CallOutputMapper.__doc__})
