@@ -48,6 +48,7 @@ _LAZY = {
     "OfflineData": "offline_rl.data.offline_data",
     "OfflinePreLearner": "offline_rl.data.prelearner",
     "InputReader": "offline_rl.data.input_api",
+    "JsonReader": "offline_rl.data.json_reader",
     "ShuffledInput": "offline_rl.data.input_api",
     "register_input": "offline_rl.data.input_api",
     "IOContext": "offline_rl.data.io_context",

@@ -110,7 +110,8 @@ def test_validation_names_the_field(change, field):
      r"max\] range of them, got 1\.5"),
     (lambda c: c.offline_data(map_batches_kwargs={"concurrency": [3, 1]}), r"got \[3, 1\]"),
     (lambda c: c.offline_data(input_=3), r"input_: must be a path or URI \(str\) or a list of "
-                                         r"them, got 3"),
+                                         r"them, or a callable \(IOContext\) -> InputReader, "
+                                         r"got 3"),
     (lambda c: c.offline_data(input_={"data/a": 0.7, "data/b": 0.3}),
      r"input_: weighted mixing of sources \({path: weight}\) is not supported yet, and its "
      r"weights would be ignored"),

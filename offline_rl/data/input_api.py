@@ -48,6 +48,14 @@ class InputReader(abc.ABC):
         ``obs``, ``new_obs``, ``actions``, ``rewards`` and ``terminateds`` or ``dones``).
         Raise ``StopIteration`` when there are no more."""
 
+    def tf_input_ops(self, queue_size: int = 1) -> dict[str, Any]:
+        """RLlib's TensorFlow queue over ``next()``: offline-rl is torch only, so this refuses
+        with ``ConfigError``; a supervised loss takes ``next()``'s numpy columns, as tensors
+        (``torch.as_tensor``)."""
+        raise ConfigError(f"{type(self).__name__}.tf_input_ops(): offline-rl is torch only and "
+                          "builds no TensorFlow ops; call next() for a batch of numpy columns "
+                          "and torch.as_tensor() them in your loss")
+
 
 class ShuffledInput(InputReader):
     """Batches of ``child`` in random order, through a sliding buffer of ``n`` batches

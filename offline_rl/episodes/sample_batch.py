@@ -14,8 +14,11 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from offline_rl.names import ModuleID
 
@@ -33,6 +36,29 @@ class SampleBatch(dict[str, Any]):
     def count(self) -> int:
         """Rows in the batch."""
         return len(next(iter(self.values()))) if self else 0
+
+    def split_by_episode(self) -> list[SampleBatch]:
+        """The batch cut into one batch per episode: where ``eps_id`` changes, or else after
+        each row whose ``terminateds``, ``truncateds`` or ``dones`` is set.
+
+        Example:
+            >>> import numpy as np
+            >>> batch = SampleBatch({"eps_id": np.array([4, 4, 9]), "rewards": np.ones(3)})
+            >>> [part["eps_id"].tolist() for part in batch.split_by_episode()]
+            [[4, 4], [9]]
+        """
+        if "eps_id" in self:
+            ids = np.asarray(self["eps_id"])
+            ends = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        else:
+            done = np.zeros(self.count, dtype=bool)
+            for name in ("terminateds", "truncateds", "dones"):
+                if name in self:
+                    done |= np.asarray(self[name], dtype=bool)
+            ends = np.flatnonzero(done[:-1]) + 1
+        bounds = [0, *ends.tolist(), self.count]
+        return [SampleBatch({name: column[start:stop] for name, column in self.items()})
+                for start, stop in itertools.pairwise(bounds) if stop > start]
 
 
 class MultiAgentBatch:

@@ -50,10 +50,10 @@ def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
         ) from None
 
 
-def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleAgentEpisode]:
-    """One SampleBatch (a dict of equal-length columns) -> its episodes, split by ``eps_id``
-    (in order of first appearance) and ordered by ``t``; done flags come from
-    ``terminateds``/``truncateds`` or legacy ``dones``."""
+def sample_batch_columns(row: Mapping[str, Any], where: str) -> dict[str, np.ndarray]:
+    """One SampleBatch (a dict of equal-length columns, compressed ones as RLlib packs them)
+    -> its columns as arrays, ``infos`` left out; ``DataFormatError`` naming ``where`` when a
+    transition field is missing, a column holds no numbers or the lengths differ."""
     columns = {name: _array(value, name, where) for name, value in row.items()
                if value is not None and name not in ("type", "path", Columns.INFOS)}
     missing = [name for name in _TRANSITION_FIELDS if name not in columns]
@@ -73,6 +73,15 @@ def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleA
     if len(set(shapes.values())) > 1:
         raise DataFormatError(f"{where}: SampleBatch fields obs and new_obs hold rows of "
                               f"different shapes: {shapes}")
+    return columns
+
+
+def sample_batch_to_episodes(row: Mapping[str, Any], where: str) -> list[SingleAgentEpisode]:
+    """One SampleBatch (a dict of equal-length columns) -> its episodes, split by ``eps_id``
+    (in order of first appearance) and ordered by ``t``; done flags come from
+    ``terminateds``/``truncateds`` or legacy ``dones``."""
+    columns = sample_batch_columns(row, where)
+    size = len(columns[Columns.ACTIONS])
     ids = columns.get(Columns.EPS_ID, np.zeros(size, dtype=np.int64))
     steps = columns.get(Columns.T, np.arange(size))
     infos = row.get(Columns.INFOS)
