@@ -5,11 +5,13 @@ Deviations, each said where it happens:
 - The seeds train DQN; BC on the scripted CartPole expert's data stands in (``cartpole_data``),
   and its estimates are checked against the expert's own logged returns, which a policy
   cloned from the expert should about match.
-- ``JsonReader(path).next()`` becomes a Ray Dataset's batches of the same logged rows.
-- The old stack's ``evaluation_num_workers`` and ``evaluation_config={"input": ...}`` are
-  ``evaluation_num_env_runners`` and ``{"input_": ...}`` in RLlib's current names, which
-  offline-rl takes; the estimation runs without env runners, so there are none. offline-rl
-  is torch only: the seed's ``.framework("torch")`` is left out.
+- The data is the expert's Parquet rows, so ``JsonReader(path).next()`` becomes a Ray
+  Dataset's batches of them and ``evaluation_config`` names them with ``input_``; the estimation
+  runs without env runners, so there are none.
+
+``tests/test_seed_examples_old_stack.py`` runs the same examples as the seeds write them
+(``JsonReader``, ``.framework("torch")``, ``evaluation_num_workers``, ``evaluation_config=
+{"input": ...}``) on the SampleBatch JSON the seeds' commands record, with DQN.
 """
 
 from __future__ import annotations

@@ -50,8 +50,7 @@ RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPO
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
                     "num_module_steps_trained", "epochs_this_iter")
 MAX_EVALUATION_ENVS = 8
-#: The torch side of an algorithm (learners, evaluation with torch modules): imported while
-#: Ray starts, rather than when ``offline_rl`` is imported, as neither needs the other.
+#: The torch side (learners, torch evaluation), imported while Ray starts: neither waits.
 TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
                  "offline_rl.algorithms.held_out_losses",
                  "offline_rl.algorithms.off_policy_evaluation",
@@ -141,12 +140,14 @@ class Algorithm:
         if evaluation.offline_eval_input_:
             self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
         spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
-        self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data)
-        runners = evaluation.evaluation_num_env_runners
-        if runners and self.evaluator is not None and not output:
+        runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
+        cpus_per_runner = sections.env_runners.num_cpus_per_env_runner
+        self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
+                                          reserved_cpus=runners * cpus_per_runner)
+        if runners:
             self.evaluation_runners = EvaluationRunners(
                 environment.env, environment.env_config, spec, num_runners=runners,
-                num_cpus=sections.env_runners.num_cpus_per_env_runner,
+                num_cpus=cpus_per_runner,
                 seed=sections.debugging.seed,
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS))
@@ -199,7 +200,6 @@ class Algorithm:
     def get_policy(self, policy_id: str = DEFAULT_MODULE_ID) -> Policy:
         """RLlib's ``Policy`` of the trained module (which off-policy estimators take)."""
         from offline_rl.evaluation.off_policy.policy import Policy
-
         return Policy(self.get_module(policy_id))
 
     @surface_errors

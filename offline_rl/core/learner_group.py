@@ -57,7 +57,8 @@ class LearnerGroup:
         >>> group.stop(); data.stop()
     """
 
-    def __init__(self, config: LearnerConfig, offline_data: OfflineData):
+    def __init__(self, config: LearnerConfig, offline_data: OfflineData, *,
+                 reserved_cpus: float = 0):
         module_spec = config.module_spec
         self.config = config
         self.offline_data = offline_data
@@ -71,24 +72,25 @@ class LearnerGroup:
         self.num_steps = 0
         if self.num_learners == 0:
             _check_epoch_ends(offline_data, config.offline_data.dataset_num_iters_per_learner)
-            offline_data.start()
+            offline_data.start(reserved_cpus=reserved_cpus)
             self._local = LearnerWorker(config)
             self._local.attach(offline_data)
         else:
             self._module = module_spec.build()
             try:
-                self._start_actors(module_spec)
+                self._start_actors(module_spec, reserved_cpus)
             except BaseException:
                 self.stop()
                 raise
         self._publish_weights()
 
-    def _start_actors(self, module_spec: Any) -> None:
+    def _start_actors(self, module_spec: Any, reserved_cpus: float) -> None:
         config, n = self.config, self.num_learners
         cluster = usable_resources()
         cpus = learner_cpus(config.learners.num_cpus_per_learner, n,
                             config.learners.num_gpus_per_learner,
-                            config.offline_data.map_batches_kwargs, cluster)
+                            config.offline_data.map_batches_kwargs,
+                            {**cluster, "CPU": cluster.get("CPU", 0) - reserved_cpus})
         gpus = config.learners.num_gpus_per_learner
         bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
         for name, amount in bundle.items():
@@ -116,7 +118,7 @@ class LearnerGroup:
                                   **options[rank]).remote(config)
             for rank in range(n)
         ]
-        self.offline_data.build(reserved_cpus=n * cpus, num_shards=n)  # as the actors start
+        self.offline_data.build(reserved_cpus=n * cpus + reserved_cpus, num_shards=n)
         shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
                               locality_hints=self._call_all("node_id"))
         repeated = self.offline_data.repeats_epochs

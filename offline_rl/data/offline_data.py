@@ -145,10 +145,10 @@ class OfflineData:
             module_spec=self.config.module_spec(), **self.config.offline_data.prelearner_kwargs)
         map_in_process(prelearner, table)
 
-    def start(self) -> OfflineData:
-        """Sizes the PreLearner pool for the cluster and starts streaming to this process's
-        learner; returns ``self``."""
-        self._prepare(reserved_cpus=0)
+    def start(self, *, reserved_cpus: float = 0) -> OfflineData:
+        """Sizes the PreLearner pool for the cluster, leaving ``reserved_cpus`` to the run's
+        other actors, and starts streaming to this process's learner; returns ``self``."""
+        self._prepare(reserved_cpus)
         self.stream = BatchStream(self._stream_source, self._epochs()).start()
         return self
 

@@ -20,11 +20,11 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     """``map_batches`` keyword arguments for the PreLearner pool.
 
     ``requested`` is the user's ``map_batches_kwargs``; ``reserved_cpus`` are CPUs the learners
-    hold. By default each actor takes 1 CPU and as many actors start as fit beside one read task
-    (at least 1, at most ``DEFAULT_MAX_ACTORS``). ``concurrency`` (an int, or a ``(min, max)``
-    autoscaling range) becomes Ray Data's ``compute=ActorPoolStrategy(...)``. A request that
-    cannot fit raises instead of stalling forever, as an actor pool waiting for CPUs that never
-    free up would.
+    and the evaluation runners hold. By default each actor takes 1 CPU and as many actors start
+    as fit beside one read task (at least 1, at most ``DEFAULT_MAX_ACTORS``). ``concurrency``
+    (an int, or a ``(min, max)`` autoscaling range) becomes Ray Data's
+    ``compute=ActorPoolStrategy(...)``. A request that cannot fit raises instead of stalling
+    forever, as an actor pool waiting for CPUs that never free up would.
 
     Example:
         >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)["compute"].max_size
@@ -56,9 +56,10 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     if needed > total:
         raise ResourceError(
             f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor} CPU + "
-            f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners = {needed} "
-            f"CPUs, but the Ray cluster has {total:g}. Lower "
-            "map_batches_kwargs['concurrency'] or ['num_cpus'], or add CPUs."
+            f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners and env "
+            f"runners = {needed} CPUs, but the Ray cluster has {total:g}. Lower "
+            "map_batches_kwargs['concurrency'] or ['num_cpus'], the learners' or evaluation "
+            "env runners' CPUs (num_cpus_per_learner, num_cpus_per_env_runner), or add CPUs."
         )
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs

@@ -76,9 +76,10 @@ class SampleBatchBuilder:
 def episode_to_sample_batch(episode: SingleAgentEpisode) -> SampleBatch:
     """A finished episode's steps as the columns the seed's ``add_values`` calls give: ``t``,
     ``eps_id``, ``agent_index``, ``obs``, ``actions``, ``rewards``, ``new_obs``,
-    ``terminateds``, ``truncateds``, each extra model output (``action_prob``,
-    ``action_logp``...) and ``infos`` unless all are empty (as the tabular writer does; RLlib
-    2.60's new-stack reader of SampleBatch JSON fails on an ``infos`` column).
+    ``terminateds``, ``truncateds``, each extra model output (``action_logp``...; with
+    ``action_prob`` beside a recorded ``action_logp``, as RLlib's old-stack batches hold both)
+    and ``infos`` unless all are empty (as the tabular writer does; RLlib 2.60's new-stack
+    reader of SampleBatch JSON fails on an ``infos`` column).
 
     Example:
         >>> episode = SingleAgentEpisode("e1", observations=[[0.0], [1.0], [2.0]], actions=[0, 1],
@@ -94,6 +95,8 @@ def episode_to_sample_batch(episode: SingleAgentEpisode) -> SampleBatch:
     observations = episode.get_observations()
     infos = episode.get_infos()
     extras = {name: episode.get_extra_model_outputs(name) for name in episode.extra_model_outputs}
+    if Columns.ACTION_LOGP in extras and Columns.ACTION_PROB not in extras:
+        extras[Columns.ACTION_PROB] = np.exp(np.asarray(extras[Columns.ACTION_LOGP]))
     for step in range(steps):
         last = step == steps - 1
         builder.add_values(**{
