@@ -15,6 +15,7 @@ import ray
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
+from offline_rl.data.mixed_data import open_offline_data
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
@@ -121,7 +122,7 @@ class Algorithm:
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.
-            self.offline_data = OfflineData(self.config.data_config(spaces), spaces)
+            self.offline_data = open_offline_data(self.config.data_config(spaces), spaces)
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
         else:  # a custom class may use Ray as it is built
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
@@ -209,10 +210,9 @@ class Algorithm:
         ``result["learners"]["default_policy"]`` holds the loss metrics averaged over the
         learners, ``["__all_modules__"]`` the step counts, ``["per_learner"]`` each learner's
         planned and done updates; ``result["data"]`` the data stream's figures (per learner
-        too), dropped data, when connectors use the module the staleness of its weights, and
-        what Ray Data reports of the pipeline (``OfflineData.pipeline_stats``: rows, time and
-        backpressure per operator, time in the PreLearners).
-        """
+        too), dropped data, the staleness of the module's weights when connectors use it, the
+        rows of each mixed source (``"sources"``) and what Ray Data reports of the pipeline
+        (``OfflineData.pipeline_stats``: rows, time, backpressure per operator, PreLearners)."""
         started = time.perf_counter()
         interval = self.config.sections.evaluation.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0

@@ -176,16 +176,35 @@ def read_algorithm_state(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(f"{file} is damaged: {counter} is {state.get(counter)!r}, not "
                                   "a count")
     position = state.get("data_position")
-    if position is not None and not (
-            isinstance(position, dict) and isinstance(position.get("ended"), bool)
-            and all(_is_count(position.get(name)) for name in ("epoch", "rows",
-                                                               "epochs_completed"))
-            and isinstance(position.get("epoch_rows"), list)
-            and all(_is_count(rows) for rows in position["epoch_rows"])):
+    if position is not None and not (_is_stream_position(position) or _is_mix_position(position)):
         raise CheckpointError(f"{file} is damaged: data_position is {position!r}, not where a "
                               "data stream stood; restore without it with "
                               "restore_from_path(path, component='learner_group')")
     return state
+
+
+def _is_stream_position(position: Any) -> bool:
+    """Whether ``position`` is an ``OfflineData.stream_position()``."""
+    return (isinstance(position, dict) and isinstance(position.get("ended"), bool)
+            and all(_is_count(position.get(name)) for name in ("epoch", "rows",
+                                                               "epochs_completed"))
+            and _is_counts(position.get("epoch_rows")))
+
+
+def _is_mix_position(position: Any) -> bool:
+    """Whether ``position`` is a ``MixedData.stream_position()``: each source's stream
+    position, and the mix's counts."""
+    mix = position.get("mix") if isinstance(position, dict) else None
+    return (isinstance(mix, dict) and isinstance(mix.get("sources"), list)
+            and all(_is_stream_position(source) for source in mix["sources"])
+            and all(_is_count(mix.get(name)) for name in ("batches", "reported_epochs",
+                                                          "epochs_completed"))
+            and _is_counts(mix.get("taken")) and _is_counts(mix.get("epoch_rows"))
+            and len(mix["taken"]) == len(mix["sources"]))
+
+
+def _is_counts(values: Any) -> bool:
+    return isinstance(values, list) and all(_is_count(value) for value in values)
 
 
 def _is_count(value: Any) -> bool:

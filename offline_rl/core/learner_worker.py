@@ -14,6 +14,8 @@ import torch.distributed as dist
 
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamStats
+from offline_rl.data.mixed_data import MixedShard
+from offline_rl.data.mixed_stream import MixedStream
 from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
 from offline_rl.data.offline_data import OfflineData
 
@@ -50,11 +52,11 @@ class LearnerWorker:
         self.config = config
         self.learner = config.learner_class(config, config.module_spec)
         self.data: OfflineData | None = None
-        self.stream: BatchStream | None = None
+        self.stream: BatchStream | MixedStream | None = None
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
-    def attach(self, source: OfflineData | ray.data.DataIterator, *,
+    def attach(self, source: OfflineData | ray.data.DataIterator | MixedShard, *,
                repeated_epochs: bool = False) -> None:
         """Trains on ``source``: ``OfflineData`` in this process (read with its ``sample()``,
         which a subclass may override), or a shard to stream epochs of (many epochs in one
@@ -63,6 +65,11 @@ class LearnerWorker:
             self.data = source
             return
         config = self.config
+        if isinstance(source, MixedShard):
+            self.stream = source.open(config.training.train_batch_size_per_learner,
+                                      config.offline_data.iter_batches_kwargs,
+                                      config.debugging.seed)
+            return
         self.stream = BatchStream(lambda: source, EpochBatches(
             batch_size=config.training.train_batch_size_per_learner,
             iter_batches_kwargs=config.offline_data.iter_batches_kwargs,
@@ -88,6 +95,7 @@ class LearnerWorker:
         batch_size = self.config.training.train_batch_size_per_learner
         stats = self.stats
         wait_before, epochs_before = stats.wait_s, stats.epochs_completed
+        sources_before = dict(stats.source_rows)
         updates, staleness, steps, has_data = [], [], 0, True
         while True:
             batch = None
@@ -116,6 +124,8 @@ class LearnerWorker:
             "rows_per_epoch": stats.epoch_rows[-1] if stats.epoch_rows else None,
             "wait_s": stats.wait_s - wait_before,
             "first_batch_wait_s": stats.first_batch_wait_s,
+            "source_rows": {name: rows - sources_before.get(name, 0)
+                            for name, rows in stats.source_rows.items()},
         }
 
     # --------------------------------------------------------------------- distributed setup

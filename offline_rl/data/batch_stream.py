@@ -67,6 +67,8 @@ class StreamStats:
     wait_s: float = 0.0
     #: Seconds from ``start()`` until the first fetched batch arrived.
     first_batch_wait_s: float | None = None
+    #: Rows each source gave so far, by name, when the stream mixes sources (``MixedStream``).
+    source_rows: dict[str, int] = field(default_factory=dict)
 
 
 class BatchStream:

@@ -148,7 +148,8 @@ class OfflineData:
     def start(self, *, reserved_cpus: float = 0) -> OfflineData:
         """Sizes the PreLearner pool for the cluster, leaving ``reserved_cpus`` to the run's
         other actors, and starts streaming to this process's learner; returns ``self``."""
-        self._prepare(reserved_cpus)
+        if self._ledger is None:  # else ``build()`` prepared it (and may have materialized)
+            self._prepare(reserved_cpus)
         self.stream = BatchStream(self._stream_source, self._epochs()).start()
         return self
 
@@ -187,8 +188,7 @@ class OfflineData:
                 and not options.iter_batches_kwargs.get("local_shuffle_buffer_size"))
 
     def stream_position(self) -> dict[str, Any] | None:
-        """Where this process's learner stands in the stream (``StreamPosition``'s fields)
-        and the epochs it completed, for a checkpoint; ``None`` without a stream here."""
+        """This learner's ``StreamPosition`` and epochs, for a checkpoint (or ``None``)."""
         if self.stream is None:
             return None
         stats = self.stream.stats
