@@ -5,7 +5,7 @@ Prints one JSON line: each run's rows/s over ``--iterations`` steady iterations 
 warm-up iteration: its first batches wait for the pipeline), their min and median, and
 ``overhead_pct``: how much slower the mix's median is than the single source's (target <= 10).
 
-    python benchmarks/mixing.py [--episodes 40] [--batch-size 1024] [--iterations 3]
+    PYTHONPATH=. python benchmarks/mixing.py [--episodes 40] [--batch-size 1024] [--iterations 3]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def main() -> None:
         whole, halves = Path(tmp) / "whole", [Path(tmp) / "a", Path(tmp) / "b"]
         make_dataset("CartPole-v1", whole, tier="expert", episodes=args.episodes, seed=0,
                      progress=False)
-        table = pq.read_table(whole)
+        table = pq.ParquetDataset(sorted(str(path) for path in whole.rglob("*.parquet"))).read()
         for index, half in enumerate(halves):
             half.mkdir()
             rows = table.num_rows // 2
