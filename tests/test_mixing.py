@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from offline_rl import BCConfig
+from offline_rl.data.batch_stream import BatchStream
 from offline_rl.data.mixed_data import MixedData
-from offline_rl.data.mixed_stream import mix_counts
+from offline_rl.data.mixed_stream import MixedStream, mix_counts
 from offline_rl.errors import ConfigError, DataFormatError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
@@ -186,3 +187,16 @@ def test_a_source_unlike_the_others_is_named(ray_session, sources, tmp_path, def
            write_source(tmp_path / "odd", 100, 0, actions=[0.5] * 100))
     with pytest.raises(DataFormatError, match=rf"source '{odd}'"):
         MixedData(config({zeros: 0.5, odd: 0.5}).data_config(SPACES), SPACES)
+
+
+def test_sources_mapped_to_different_columns_are_named():
+    def stream(columns):
+        return BatchStream(lambda: columns, lambda data, epoch: [data]).start()
+
+    mixed = MixedStream([stream({"obs": np.zeros((8, 4)), "actions": np.zeros(8)}),
+                         stream({"obs": np.zeros((8, 4)), "actions": np.zeros(8),
+                                 "action_logp": np.zeros(8)})],
+                        [0.5, 0.5], ["plain", "logged"])
+    with pytest.raises(DataFormatError, match=r"source 'logged' gives columns.*action_logp"):
+        mixed.next_batch(4)
+    mixed.stop()

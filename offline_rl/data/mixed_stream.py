@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from offline_rl.data.batch_stream import Batch, BatchStream, StreamPosition, StreamStats
-from offline_rl.errors import OfflineRLError
+from offline_rl.errors import DataFormatError, OfflineRLError
 
 
 def mix_counts(weights: Sequence[float], taken: Sequence[int], num_rows: int) -> list[int]:
@@ -97,13 +97,13 @@ class MixedStream:
             self._reported_epochs = self.stats.epochs_completed
             return None
         counts = mix_counts(self.weights, self.taken, num_rows)
-        parts = []
-        for index, (stream, count) in enumerate(zip(self.streams, counts)):
-            if count:
-                parts.append(self._take(index, stream, count))
+        parts = {index: self._take(index, stream, count)
+                 for index, (stream, count) in enumerate(zip(self.streams, counts)) if count}
+        self._check_alike(parts)
         for index, count in enumerate(counts):
             self.taken[index] += count
-        batch = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        first = next(iter(parts.values()))
+        batch = {name: np.concatenate([part[name] for part in parts.values()]) for name in first}
         order = np.random.default_rng(
             None if self.seed is None else (self.seed, self.batches)).permutation(num_rows)
         self.batches += 1
@@ -118,6 +118,18 @@ class MixedStream:
             return stream.next_batch(count)
         except OfflineRLError as error:  # name the source, keep the type
             raise type(error)(f"source {self.names[index]!r}: {error}") from None
+
+    def _check_alike(self, parts: dict[int, Batch]) -> None:
+        """Refuses sources whose batches differ in columns or per-row shapes (naming them)."""
+        (first, reference), *others = parts.items()
+        for index, part in others:
+            shapes = {name: column.shape[1:] for name, column in part.items()}
+            expected = {name: column.shape[1:] for name, column in reference.items()}
+            if shapes != expected:
+                raise DataFormatError(
+                    f"source {self.names[index]!r} gives columns (per-row shapes) {shapes}, "
+                    f"but source {self.names[first]!r} gives {expected}: mixed sources must "
+                    "map to the same columns (their spaces and recorded extras alike)")
 
     def _count_epochs(self) -> None:
         epochs = min(stream.stats.epochs_completed for stream in self.streams)
