@@ -189,14 +189,17 @@ def test_a_source_unlike_the_others_is_named(ray_session, sources, tmp_path, def
         MixedData(config({zeros: 0.5, odd: 0.5}).data_config(SPACES), SPACES)
 
 
-def test_sources_mapped_to_different_columns_are_named():
+def test_sources_mapped_to_different_shapes_are_named_and_extras_left_out():
     def stream(columns):
         return BatchStream(lambda: columns, lambda data, epoch: [data]).start()
 
-    mixed = MixedStream([stream({"obs": np.zeros((8, 4)), "actions": np.zeros(8)}),
-                         stream({"obs": np.zeros((8, 4)), "actions": np.zeros(8),
-                                 "action_logp": np.zeros(8)})],
+    plain = {"obs": np.zeros((8, 4)), "actions": np.zeros(8)}
+    mixed = MixedStream([stream(plain), stream({**plain, "action_logp": np.zeros(8)})],
                         [0.5, 0.5], ["plain", "logged"])
-    with pytest.raises(DataFormatError, match=r"source 'logged' gives columns.*action_logp"):
+    assert sorted(mixed.next_batch(4)) == ["actions", "obs"]
+    mixed.stop()
+    mixed = MixedStream([stream(plain), stream({**plain, "obs": np.zeros((8, 3))})],
+                        [0.5, 0.5], ["plain", "odd"])
+    with pytest.raises(DataFormatError, match=r"source 'odd' gives 'obs' of per-row shape \(3,\)"):
         mixed.next_batch(4)
     mixed.stop()

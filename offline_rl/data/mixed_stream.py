@@ -102,8 +102,9 @@ class MixedStream:
         self._check_alike(parts)
         for index, count in enumerate(counts):
             self.taken[index] += count
-        first = next(iter(parts.values()))
-        batch = {name: np.concatenate([part[name] for part in parts.values()]) for name in first}
+        shared = set.intersection(*(set(part) for part in parts.values()))
+        batch = {name: np.concatenate([part[name] for part in parts.values()])
+                 for name in next(iter(parts.values())) if name in shared}
         order = np.random.default_rng(
             None if self.seed is None else (self.seed, self.batches)).permutation(num_rows)
         self.batches += 1
@@ -120,16 +121,18 @@ class MixedStream:
             raise type(error)(f"source {self.names[index]!r}: {error}") from None
 
     def _check_alike(self, parts: dict[int, Batch]) -> None:
-        """Refuses sources whose batches differ in columns or per-row shapes (naming them)."""
+        """Refuses sources whose batches differ in the per-row shape of a column they share,
+        naming them. (The batch holds the columns all sources give: a recorded extra only
+        some give, as ``action_logp``, is left out, and a learner needing it says so.)"""
         (first, reference), *others = parts.items()
         for index, part in others:
-            shapes = {name: column.shape[1:] for name, column in part.items()}
-            expected = {name: column.shape[1:] for name, column in reference.items()}
-            if shapes != expected:
-                raise DataFormatError(
-                    f"source {self.names[index]!r} gives columns (per-row shapes) {shapes}, "
-                    f"but source {self.names[first]!r} gives {expected}: mixed sources must "
-                    "map to the same columns (their spaces and recorded extras alike)")
+            for name in part.keys() & reference.keys():
+                if part[name].shape[1:] != reference[name].shape[1:]:
+                    raise DataFormatError(
+                        f"source {self.names[index]!r} gives {name!r} of per-row shape "
+                        f"{part[name].shape[1:]}, but source {self.names[first]!r} of "
+                        f"{reference[name].shape[1:]}: mixed sources must map to the same "
+                        "spaces")
 
     def _count_epochs(self) -> None:
         epochs = min(stream.stats.epochs_completed for stream in self.streams)
