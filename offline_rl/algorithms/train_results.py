@@ -38,7 +38,7 @@ def data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> d
                                                         "wait_s", "first_batch_wait_s")}
                         for learner in per_learner],
     }
-    if per_learner[0]["source_rows"]:  # rows of each mixed source this iteration
+    if per_learner[0].get("source_rows"):  # rows of each mixed source this iteration
         figures["sources"] = {name: sum(learner["source_rows"][name] for learner in per_learner)
                               for name in per_learner[0]["source_rows"]}
     if staleness:
