@@ -26,6 +26,7 @@ from offline_rl.settings.options import (
     option,
     optional,
 )
+from offline_rl.settings.sources import is_mixed, mix_problem, weighted_sources
 
 #: ``iter_batches`` keywords offline-rl sets itself.
 RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
@@ -45,10 +46,13 @@ def input_problem(paths: Any) -> str | None:
     ``None``."""
     if callable(paths):
         return None
-    if isinstance(paths, dict):
-        return ("weighted mixing of sources ({path: weight}) is not supported yet, and its "
-                "weights would be ignored; give one path or a list of paths, whose rows are "
-                "read alike")
+    if is_mixed(paths):
+        problem = mix_problem(paths)
+        if problem is None and len(weighted_sources(paths)[0]) > 1:
+            problem = ("weighted mixing of several offline sources is not supported yet, and "
+                       "its weights would be ignored; give one path (with 'sampler') or a "
+                       "list of paths, whose rows are read alike")
+        return problem
     if not paths:
         return "set the path(s) of the data to train on"
     if isinstance(paths, str) or (isinstance(paths, list | tuple) and all(
