@@ -113,7 +113,7 @@ def test_validation_names_the_field(change, field):
                                          r"them, or a callable \(IOContext\) -> InputReader, "
                                          r"got 3"),
     (lambda c: c.offline_data(input_={"data/a": 0.7, "data/b": 0.3}),
-     r"input_: weighted mixing of sources \({path: weight}\) is not supported yet, and its "
+     r"input_: weighted mixing of several offline sources is not supported yet, and its "
      r"weights would be ignored"),
     (lambda c: c.offline_data(input_read_schema="obs"),
      r"input_read_schema: must map column names in the data to offline-rl's"),
