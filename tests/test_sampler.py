@@ -105,3 +105,35 @@ def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_ses
     with pytest.raises(ResourceError, match=r"1 CPU for learners and env runners = 3\.0 CPUs.*"
                                             r"num_cpus_per_env_runner: 0 shares the CPUs"):
         config.build()
+
+
+def test_online_rows_follow_the_batch_share_and_offline_columns():
+    import gymnasium as gym
+    import numpy as np
+
+    from offline_rl import SingleAgentEpisode
+    from offline_rl.data.online_rows import OnlineRows
+    from offline_rl.errors import DataFormatError
+
+    spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))
+    config = (BCConfig().training(train_batch_size_per_learner=10)
+              .offline_data(input_={"data/a": 2, "sampler": 1}).data_config(spaces))
+    online = OnlineRows(config, seed=0)
+    assert online.num_rows(10) == 0  # nothing sampled yet: all rows offline
+    online.add([SingleAgentEpisode(observations=[[0.5]] * 4, actions=[1] * 3,
+                                   rewards=[1.0] * 3, terminated=True,
+                                   len_lookback_buffer=0).get_state()])
+    counts = []
+    for _ in range(6):
+        count = online.num_rows(10)
+        offline = {"obs": np.zeros((10 - count, 1), np.float32),
+                   "actions": np.zeros(10 - count, np.int64)}
+        batch = online.mixed_into(offline, count)
+        assert len(batch["obs"]) == 10 and batch["actions"].sum() == count
+        counts.append(count)
+    # A third of 10 rows: 3 or 4 per batch, exactly 20 in 6 batches.
+    assert counts == [3, 4, 3, 3, 4, 3] and online.rows_taken == 20
+    with pytest.raises(DataFormatError, match=r"columns \['advantages'\] that the sampler"):
+        online.mixed_into({"obs": np.zeros((7, 1), np.float32),
+                           "actions": np.zeros(7, np.int64),
+                           "advantages": np.zeros(7, np.float32)}, 3)

@@ -41,7 +41,7 @@ from offline_rl.data.learner_stages import LearnerStages
 from offline_rl.data.module_weights import WEIGHTS_VERSION
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeReplayBuffer
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, DataFormatError
 
 #: Timesteps each learner's online replay buffer holds (oldest episodes evicted first).
 ONLINE_BUFFER_CAPACITY = 100_000
@@ -82,18 +82,27 @@ class OnlineRows:
 
     def mixed_into(self, batch: dict[str, Any], num_rows: int,
                    weights_version: int = 0) -> dict[str, Any]:
-        """``batch`` (offline train columns) followed by ``num_rows`` online rows: the
-        columns both have (a ``module_weights_version`` column gets ``weights_version`` for
-        online rows)."""
+        """``batch`` (offline train columns) followed by ``num_rows`` online rows, in
+        ``batch``'s columns (a ``module_weights_version`` column gets ``weights_version`` for
+        online rows; online columns the offline rows lack, such as ``action_logp`` beside
+        data without it, are left out). ``DataFormatError`` when online rows lack one of
+        ``batch``'s columns."""
         self.batches += 1
         if not num_rows:
             return batch
         online = self.sampler.draw(num_rows)
         online[WEIGHTS_VERSION] = np.full(num_rows, weights_version, np.int64)
+        missing = sorted(set(batch) - set(online))
+        if missing:
+            raise DataFormatError(
+                f"the offline train batches hold columns {missing} that the sampler's rows "
+                f"lack (they hold {sorted(online)}): the loss would see them for some rows "
+                "only; drop them from the offline data (input_read_method_kwargs={'columns': "
+                "[...]}) or train without 'sampler'")
         self.rows_taken += num_rows
         return {name: np.concatenate([np.asarray(values),
                                       np.asarray(online[name]).astype(np.asarray(values).dtype)])
-                for name, values in batch.items() if name in online}
+                for name, values in batch.items()}
 
 
 def _spaces(config: Any) -> tuple[Any, Any]:
