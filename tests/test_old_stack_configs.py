@@ -74,7 +74,8 @@ def test_a_flat_config_with_old_keys_trains_as_its_sections_say(tmp_path):
     ({"postprocess_inputs": True}, r"postprocess_inputs=True is not supported: the learner "
                                    r"connector pipeline computes"),
     ({"framework": "tf2"}, r"framework='tf2': offline-rl's learners are torch only"),
-    ({"input": "sampler"}, r"input='sampler' .* is not supported yet"),
+    ({"input": "sampler"}, r"input='sampler' alone is online RL: offline-rl trains from "
+                           r"recorded data, with at most a share of online experience"),
     ({"output": "logdir"}, r"output='logdir' writes into the run's folder, which only the "
                            r"command line knows"),
     ({"input": "no_such_input"}, r"input 'no_such_input' is neither a registered input nor an "

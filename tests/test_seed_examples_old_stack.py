@@ -9,10 +9,6 @@ Examples that another test file runs as the seed writes them are named, not run 
   clone of the expert, whose estimates can be checked: ``tests/test_ope_seed_examples.py``;
 - the custom input and output API in full: ``tests/test_custom_io.py``.
 
-Not run yet: mixing simulation and offline data (000, 001, 002: ``"input": {path: weight, ...,
-"sampler": ...}``) joins with weighted mixing and the sampler (issue 38); today it is refused
-with that reason (``test_the_input_and_output_api_blocks_are_accepted_as_documented``).
-
 Deviations, each said where it happens: RLlib trains PG online to write ``/tmp/cartpole-out``
 and ``/tmp/cartpole-eval``; offline-rl trains from recorded data, so BC on the scripted expert's
 recorded data stands in, and ``output`` receives its evaluation episodes (played by sampling
@@ -234,7 +230,7 @@ def test_the_dataset_output_and_input_configs(cartpole_data, seed_tmp, ray_sessi
 
 def test_the_input_and_output_api_blocks_are_accepted_as_documented(cartpole_out):
     # The Input API's options with their documented values, "input" aside: "sampler", the
-    # default, is online experience, which comes with weighted mixing (issue 38).
+    # default, is online RL; offline-rl mixes a share of it into recorded data at most.
     with pytest.warns(UserWarning, match="old-stack key 'input' is offline_data"):
         config = DQNConfig().update_from_dict({
             "input": str(cartpole_out),
@@ -245,7 +241,7 @@ def test_the_input_and_output_api_blocks_are_accepted_as_documented(cartpole_out
             "shuffle_buffer_size": 0,
         })
     assert sorted(config.off_policy_estimation_methods) == ["is", "wis"]
-    with pytest.raises(ConfigError, match="input='sampler' .* is not supported yet"):
+    with pytest.raises(ConfigError, match="input='sampler' alone is online RL"):
         DQNConfig().update_from_dict({"input": "sampler"})
     # The Output API's options.
     config = DQNConfig().update_from_dict({
@@ -265,6 +261,27 @@ def test_input_pipeline_for_supervised_losses_reads_imperatively(cartpole_out):
     # TensorFlow input ops: offline-rl is torch only; a loss takes next()'s arrays instead.
     with pytest.raises(ConfigError, match=r"tf_input_ops\(\): offline-rl is torch only"):
         input_reader.tf_input_ops()
+
+
+def test_mixing_simulation_and_offline_data(cartpole_out, cartpole_eval, tmp_path, capsys,
+                                            monkeypatch):
+    # $ rllib train --run=DQN --env=CartPole-v0 --config='{"input": {"/tmp/cartpole-out": 0.4,
+    #     "hdfs:/archive/cartpole": 0.3, "sampler": 0.3}, "explore": false}'
+    # There is no HDFS here: the second source is the other local folder the seeds record. The
+    # sampler's env runner takes no CPU of its own: on 2 CPUs, reading and mapping hold both.
+    config = {"input": {str(cartpole_out): 0.4, str(cartpole_eval): 0.3, "sampler": 0.3},
+              "explore": False, "num_cpus_per_env_runner": 0}
+    train("--run=DQN", "--env=CartPole-v0", "--config=" + json.dumps(config),
+          '--stop={"training_iteration": 1}', capsys=capsys, cwd=tmp_path,
+          monkeypatch=monkeypatch)
+    (result,) = results(tmp_path)
+    online = sum(learner["num_online_rows_trained"]
+                 for learner in result["learners"]["per_learner"])
+    offline = result["data"]["sources"]
+    trained = online + sum(offline.values())
+    assert online == pytest.approx(0.3 * trained, abs=1)
+    assert offline[str(cartpole_out)] == pytest.approx(0.4 * trained, abs=2)
+    assert result["env_runners"]["num_env_steps_sampled"] > 0
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import gymnasium as gym
 import ray
 
 from offline_rl.algorithms import checkpoint
+from offline_rl.algorithms.module_statistics import with_observation_statistics
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
 from offline_rl.data.mixed_data import open_offline_data
@@ -20,7 +21,6 @@ from offline_rl.data.offline_data import OfflineData
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.models.multi_rl_module import MultiRLModule
-from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import (
     ALL_MODULES,
     COMPONENT_LEARNER,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.held_out_losses import HeldOutLosses
     from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+    from offline_rl.algorithms.online_training import OnlineTraining
     from offline_rl.core.learner_group import LearnerGroup
     from offline_rl.evaluation.evaluation_runners import EvaluationRunners
     from offline_rl.evaluation.off_policy.policy import Policy
@@ -49,7 +50,7 @@ RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPO
                          f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
 #: Each learner's figures reported under ``result["learners"]["per_learner"]``.
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
-                    "num_module_steps_trained", "epochs_this_iter")
+                    "num_module_steps_trained", "num_online_rows_trained", "epochs_this_iter")
 MAX_EVALUATION_ENVS = 8
 #: The torch side (learners, torch evaluation), imported while Ray starts: neither waits.
 TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
@@ -96,6 +97,7 @@ class Algorithm:
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
         self.learner_group: LearnerGroup | None = None
+        self.online: OnlineTraining | None = None  # the "sampler" of input_
         try:
             self._build()
         except BaseException:
@@ -132,6 +134,7 @@ class Algorithm:
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+        from offline_rl.algorithms.online_training import OnlineTraining, sampler_cpus
         from offline_rl.core.learner_group import LearnerGroup
         from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 
@@ -140,11 +143,15 @@ class Algorithm:
             self.off_policy_evaluation = OffPolicyEvaluation(self.config, spaces)
         if evaluation.offline_eval_input_:
             self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
-        spec = self._with_observation_statistics(self.config.get_rl_module_spec(*spaces))
+        spec = with_observation_statistics(self.config, self.config.get_rl_module_spec(*spaces),
+                                           self.offline_data)
         runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
         cpus_per_runner = sections.env_runners.num_cpus_per_env_runner
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
-                                          reserved_cpus=runners * cpus_per_runner)
+                                          reserved_cpus=runners * cpus_per_runner
+                                          + sampler_cpus(self.config))
+        self.online = OnlineTraining.build(self.config, self.learner_group, self.offline_data,
+                                           spec)
         if runners:
             self.evaluation_runners = EvaluationRunners(
                 environment.env, environment.env_config, spec, num_runners=runners,
@@ -152,24 +159,6 @@ class Algorithm:
                 seed=sections.debugging.seed,
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS))
-
-    def _with_observation_statistics(self, spec: RLModuleSpec) -> RLModuleSpec:
-        """With ``normalize_observations`` and no statistics given, computes them from the
-        offline data and puts them in the module's config (and so in checkpoints, which then
-        restore without computing them again)."""
-        model_config = spec.model_config
-        if not model_config.normalize_observations or model_config.observation_mean is not None:
-            return spec
-        statistics = self.offline_data.observation_statistics()
-        given = {"observation_mean": statistics.mean.tolist(),
-                 "observation_std": statistics.std.tolist()}
-        spec.model_config = dataclasses.replace(model_config, **given)
-        rl_module = self.config.sections.rl_module
-        if rl_module.rl_module_spec is None:
-            rl_module.model_config = {**rl_module.model_config, **given}
-        else:
-            rl_module.rl_module_spec = spec
-        return spec
 
     def recording_config(self) -> RecorderConfig:
         """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""
@@ -220,6 +209,7 @@ class Algorithm:
                     and self.config.sections.evaluation.evaluation_parallel_to_training)
         # In parallel, the runners play the weights from before this iteration's updates.
         pending = self._start_evaluation() if parallel else None
+        sampled = None if self.online is None else self.online.before_update()
         try:
             with self.offline_data.naming_damaged_files():
                 per_learner = self.learner_group.train()
@@ -254,6 +244,8 @@ class Algorithm:
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
         }
+        if sampled is not None:
+            result[ENV_RUNNER_RESULTS] = sampled
         if evaluate_now:
             result[EVALUATION_RESULTS] = self._evaluation(pending)
         offline_interval = self.config.sections.evaluation.offline_evaluation_interval
@@ -332,6 +324,7 @@ class Algorithm:
             "num_updates_lifetime": self.num_updates_lifetime,
             "data_position": self.offline_data.stream_position(),
             "rng_states": random_states(),
+            "online": None if self.online is None else self.online.state(),
         }
         return str(checkpoint.write_checkpoint(path, self.learner_group, config, state))
 
@@ -357,6 +350,8 @@ class Algorithm:
             self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
             if state.get("data_position") and self.offline_data.stream is not None:
                 self.offline_data.resume_stream(state["data_position"])
+            if state.get("online") and self.online is not None:
+                self.online.set_state(state["online"])
             if state.get("rng_states"):
                 checkpoint.restore_random_states(path, state["rng_states"])
 
@@ -378,6 +373,9 @@ class Algorithm:
         if self.recorder is not None:
             self.recorder.stop()
             self.recorder = None
+        if self.online is not None:
+            self.online.stop()
+            self.online = None
         if self.evaluation_runners is not None:
             self.evaluation_runners.stop()
             self.evaluation_runners = None

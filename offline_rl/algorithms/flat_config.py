@@ -35,6 +35,7 @@ from offline_rl.data.input_api import (
 )
 from offline_rl.errors import ConfigError
 from offline_rl.settings.sections import LAYOUT
+from offline_rl.settings.sources import SAMPLER
 
 #: offline-rl's own source folder (warnings are shown at the first caller outside it).
 PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
@@ -56,17 +57,22 @@ def _json_input(path: Any) -> dict[str, Any]:
 
 
 def _input(value: Any) -> dict[str, Any]:
-    if value == "sampler":
-        raise ConfigError("input='sampler' (experience the current policy collects in the env) "
-                          "is not supported yet: offline-rl trains from recorded data; record "
-                          "some with `offline-rl record` or `datasets make` and give its path")
+    if value == SAMPLER:
+        raise ConfigError("input='sampler' alone is online RL: offline-rl trains from recorded "
+                          "data, with at most a share of online experience: give "
+                          "{path: weight, 'sampler': weight}, or record data first "
+                          "(`offline-rl record`, `offline-rl datasets make`) and give its path")
     if value == "dataset":  # the path is input_config's
         return {}
     if input_creator(value) is not None:  # a registered name is resolved in the driver
         return {"input_": value}
     if looks_like_input_name(value) and not os.path.exists(value):
         raise unregistered_input_error(value)
-    return {"input_": value} if isinstance(value, dict) else _json_input(value)
+    if isinstance(value, dict):  # each path is SampleBatch JSON, as the old stack read it
+        return {"input_": [{"input_": path, "weight": weight} if path == SAMPLER else
+                           {**_json_input(path), "weight": weight}
+                           for path, weight in value.items()]}
+    return _json_input(value)
 
 
 def _input_config(value: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.core.state_file import load_state_file
 from offline_rl.data.actors import kill_actors
+from offline_rl.data.data_config import DataConfig
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import learner_cpus
 from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
@@ -149,6 +150,22 @@ class LearnerGroup:
         self.num_steps += results[0]["num_optimizer_steps"]
         self._publish_weights()
         return results
+
+    def mix_online(self, data_config: DataConfig) -> None:
+        """Every learner mixes ``data_config.sampler_weight`` of online rows into its batches
+        (``LearnerWorker.mix_online``), from the episodes ``add_online_episodes`` hands it."""
+        if self._local is not None:
+            self._local.mix_online(data_config, 0)
+        else:
+            self._wait([actor.mix_online.remote(data_config, rank)
+                        for rank, actor in enumerate(self._actors)])
+
+    def add_online_episodes(self, episode_states: list[dict[str, Any]]) -> None:
+        """Hands every learner the sampler's new episodes (each samples its own batches)."""
+        if self._local is not None:
+            self._local.add_online_episodes(episode_states)
+        else:
+            self._call_all("add_online_episodes", ray.put(episode_states))
 
     def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
         """Learner 0's loss metrics on ``batches`` (all learners hold the same weights),

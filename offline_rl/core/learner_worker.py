@@ -14,10 +14,12 @@ import torch.distributed as dist
 
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamStats
+from offline_rl.data.data_config import DataConfig
 from offline_rl.data.mixed_data import MixedShard
 from offline_rl.data.mixed_stream import MixedStream
 from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
 from offline_rl.data.offline_data import OfflineData
+from offline_rl.data.online_rows import OnlineRows
 
 #: Seconds a learner waits for the others in a collective (joining, or their gradients while
 #: their data is still being read). A learner that dies is caught sooner by ``LearnerGroup``.
@@ -53,6 +55,8 @@ class LearnerWorker:
         self.learner = config.learner_class(config, config.module_spec)
         self.data: OfflineData | None = None
         self.stream: BatchStream | MixedStream | None = None
+        #: The online share of each batch (``input_`` mixing in ``"sampler"``), else ``None``.
+        self.online: OnlineRows | None = None
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
@@ -76,7 +80,26 @@ class LearnerWorker:
             seed=config.debugging.seed,
             repeated=repeated_epochs)).start()
 
+    def mix_online(self, data_config: DataConfig, rank: int) -> None:
+        """Mixes ``data_config.sampler_weight`` of online rows into every batch, from a
+        replay buffer of the episodes ``add_online_episodes`` hands this learner."""
+        seed = self.config.debugging.seed
+        self.online = OnlineRows(data_config, seed=None if seed is None else seed + rank)
+
+    def add_online_episodes(self, episode_states: list[dict[str, Any]]) -> None:
+        """Adds the sampler's new episodes (``get_state()`` dicts) to the online buffer."""
+        self.online.add(episode_states)
+
     def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
+        if self.online is None:
+            return self._next_offline_batch(num_rows, stop_at_epoch_end)
+        online_rows = self.online.num_rows(num_rows)
+        batch = self._next_offline_batch(num_rows - online_rows, stop_at_epoch_end)
+        return None if batch is None else self.online.mixed_into(batch, online_rows,
+                                                                 self.num_steps)
+
+    def _next_offline_batch(self, num_rows: int, stop_at_epoch_end: bool
+                            ) -> dict[str, Any] | None:
         if self.data is None:
             return self.stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
         if stop_at_epoch_end:  # only then: RLlib's sample() signature lacks the keyword
@@ -96,6 +119,7 @@ class LearnerWorker:
         stats = self.stats
         wait_before, epochs_before = stats.wait_s, stats.epochs_completed
         sources_before = dict(stats.source_rows)
+        online_before = 0 if self.online is None else self.online.rows_taken
         updates, staleness, steps, has_data = [], [], 0, True
         while True:
             batch = None
@@ -115,6 +139,8 @@ class LearnerWorker:
             "metrics": {key: float(np.mean([u[key] for u in updates])) for key in updates[0]
                         if key != "num_module_steps_trained"} if updates else {},
             "num_module_steps_trained": sum(u["num_module_steps_trained"] for u in updates),
+            "num_online_rows_trained": (0 if self.online is None
+                                        else self.online.rows_taken - online_before),
             "num_updates": len(updates),
             "num_updates_planned": planned,
             "num_optimizer_steps": steps,

@@ -19,12 +19,14 @@ import gymnasium as gym
 
 from connectors import ConnectorPipelineV2, default_learner_pipeline
 from offline_rl.data.input_api import InputCreator, input_creator
+from offline_rl.data.online_input import offline_part
 from offline_rl.models.multi_rl_module import MultiRLModuleSpec
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.offline_data import OfflineDataConfig
+from offline_rl.settings.sources import is_mixed
 from offline_rl.settings.training import TrainingConfig
 
 
@@ -65,8 +67,12 @@ class DataConfig(FlatAccess):
     #: ``offline_data``'s ``input_`` as a custom input's creator (a name ``register_input``
     #: registered is looked up where the config is made, in the driver), else ``None``.
     input_creator: InputCreator | None = None
+    #: The share of each train batch that ``input_``'s ``"sampler"`` supplies (0: none).
+    sampler_weight: float = 0.0
 
     def __post_init__(self) -> None:
+        if is_mixed(self.offline_data.input_):
+            self.offline_data, self.sampler_weight = offline_part(self.offline_data)
         if self.input_creator is None:
             self.input_creator = input_creator(self.offline_data.input_)
 

@@ -39,17 +39,23 @@ class EpisodeSampler:
         (8, 8)
     """
 
-    def __init__(self, config: DataConfig, stages: LearnerStages) -> None:
+    def __init__(self, config: DataConfig, stages: LearnerStages, *,
+                 buffer: EpisodeBuffer | None = None) -> None:
         buffer_class = config.prelearner_buffer_class or EpisodeReplayBuffer
         self.batch_size = config.training.train_batch_size_per_learner
-        self.buffer: EpisodeBuffer = buffer_class(**{
+        self.buffer: EpisodeBuffer = buffer if buffer is not None else buffer_class(**{
             "capacity": BUFFER_CAPACITY_BATCHES * self.batch_size, "seed": config.debugging.seed,
             **config.offline_data.prelearner_buffer_kwargs})
         self.n_step, self.gamma = config.n_step, config.gamma
         self.stages = stages
-        self._draw: Callable[[int], list[dict[str, np.ndarray]]] = (
-            self._draw_transitions if buffer_class is EpisodeReplayBuffer and stages.columnar
+        self._draw: Callable[[int, int], list[dict[str, np.ndarray]]] = (
+            self._draw_transitions
+            if type(self.buffer) is EpisodeReplayBuffer and stages.columnar
             else self._draw_episodes)
+
+    def draw(self, num_rows: int) -> dict[str, np.ndarray]:
+        """One train batch of ``num_rows`` timesteps drawn from the buffer (not empty)."""
+        return self._draw(1, num_rows)[0]
 
     def sample(self, episodes: list[SingleAgentEpisode]) -> dict[str, np.ndarray]:
         """Adds the episodes to the buffer and samples about one train batch per
@@ -62,7 +68,7 @@ class EpisodeSampler:
             if chunk and (episode is None or chunk_steps + len(episode) > limit):
                 self.buffer.add(chunk)
                 pending += chunk_steps
-                batches += self._draw(pending // self.batch_size)
+                batches += self._draw(pending // self.batch_size, self.batch_size)
                 pending %= self.batch_size
                 chunk, chunk_steps = [], 0
             if episode is not None:
@@ -71,24 +77,25 @@ class EpisodeSampler:
         if not batches or pending >= self.batch_size // 2:
             if not self.buffer.get_num_timesteps():
                 return {}
-            batches += self._draw(1)
+            batches += self._draw(1, self.batch_size)
         return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
 
-    def _draw_transitions(self, count: int) -> list[dict[str, np.ndarray]]:
-        """``count`` train batches of timesteps drawn uniformly, as columns of their
-        transitions."""
+    def _draw_transitions(self, count: int, num_rows: int) -> list[dict[str, np.ndarray]]:
+        """``count`` train batches of ``num_rows`` timesteps drawn uniformly, as columns of
+        their transitions."""
         if not count:
             return []
         transitions = Transitions(self.buffer.episodes)
         return [self.stages.from_columns(transitions.take(
-            self.buffer.sample_timesteps(self.batch_size), self.n_step, self.gamma))
+            self.buffer.sample_timesteps(num_rows), self.n_step, self.gamma))
             for _ in range(count)]
 
-    def _draw_episodes(self, count: int) -> list[dict[str, np.ndarray]]:
-        """``count`` train batches of the episodes the buffer's ``sample`` draws (a custom
-        buffer's ``sample`` need not know ``n_step`` unless it is used)."""
+    def _draw_episodes(self, count: int, num_rows: int) -> list[dict[str, np.ndarray]]:
+        """``count`` train batches of the episodes the buffer's ``sample`` draws, ``num_rows``
+        timesteps each (a custom buffer's ``sample`` need not know ``n_step`` unless it is
+        used)."""
         n_step_kwargs = ({"n_step": self.n_step, "gamma": self.gamma} if self.n_step > 1
                          else {})
-        return [self.stages.from_episodes(self.buffer.sample(num_items=self.batch_size,
+        return [self.stages.from_episodes(self.buffer.sample(num_items=num_rows,
                                                              **n_step_kwargs))
                 for _ in range(count)]

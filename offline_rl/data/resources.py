@@ -58,8 +58,9 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
             f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor} CPU + "
             f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners and env "
             f"runners = {needed} CPUs, but the Ray cluster has {total:g}. Lower "
-            "map_batches_kwargs['concurrency'] or ['num_cpus'], the learners' or evaluation "
-            "env runners' CPUs (num_cpus_per_learner, num_cpus_per_env_runner), or add CPUs."
+            "map_batches_kwargs['concurrency'] or ['num_cpus'], the learners' or env runners' "
+            "(evaluation's, the sampler's) CPUs (num_cpus_per_learner, num_cpus_per_env_runner: "
+            "0 shares the CPUs), or add CPUs."
         )
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs

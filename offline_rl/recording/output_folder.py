@@ -37,6 +37,7 @@ from pathlib import PurePosixPath
 import pyarrow.fs as pafs
 
 from offline_rl.errors import OutputError
+from offline_rl.settings.sources import is_mixed, weighted_sources
 
 #: The hidden folder holding the manifests (and a run's staging files) inside an output folder.
 MANIFEST_FOLDER = ".offline-rl"
@@ -136,9 +137,14 @@ def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run:
 
 def output_is_input(output: str, input_: object) -> bool:
     """Whether ``output`` is one of the input paths (``input_``: a path, glob or URI, or a list
-    of them), or a folder inside one: recording there would write into the training data."""
+    of them, or a mix of sources), or a folder inside one: recording there would write into
+    the training data."""
     if not isinstance(output, str):
         return False
+    if is_mixed(input_):
+        input_ = [source.input_ for source in weighted_sources(input_)[0]]
+        input_ = [path for paths in input_ for path in ([paths] if isinstance(paths, str)
+                                                          else paths)]
     inputs = [input_] if isinstance(input_, str) else input_ if isinstance(input_, list) else []
     target = _normalized(output)
     return any(isinstance(path, str) and (target == _normalized(path) or target.startswith(

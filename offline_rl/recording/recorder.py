@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from offline_rl.data.actors import kill_actors
 from offline_rl.data.io_context import IOContext
+from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
@@ -166,7 +167,7 @@ class _EnvRunner:
                      for _ in range(config.env_runners.num_envs_per_env_runner)]
         self.set_policy(policy)
         self.index = index
-        self.writer = _writer(config, index, run_id, overwrite)
+        self.writer = runner_writer(config, index, run_id, overwrite)
         self.files: list[str] = []
         self.episodes_started = 0
 
@@ -181,27 +182,39 @@ class _EnvRunner:
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
                                on_episode_start=self.on_episode_start):
-            if isinstance(self.writer, EpisodeWriter):
-                self.files += self.writer.add([episode])
-            else:
-                self.writer.write(episode_to_sample_batch(episode))
+            self.files += write_episode(self.writer, episode)
             returns.append(episode.get_return())
             lengths.append(len(episode))
         self.episodes_started += num_episodes
         return returns, lengths
 
     def stop(self) -> list[str]:
-        if isinstance(self.writer, EpisodeWriter):
-            self.files += self.writer.flush()
-        elif isinstance(self.writer, JsonWriter):
-            self.files += self.writer.close()
+        self.files += close_writer(self.writer)
         for env in self.envs:
             env.close()
         return self.files
 
 
-def _writer(config: RecorderConfig, index: int, run_id: str, overwrite: bool
-            ) -> EpisodeWriter | JsonWriter | OutputWriter:
+def write_episode(writer: EpisodeWriter | JsonWriter | OutputWriter,
+                  episode: SingleAgentEpisode) -> list[str]:
+    """Writes one episode with a ``runner_writer``; returns the files it completed."""
+    if isinstance(writer, EpisodeWriter):
+        return writer.add([episode])
+    writer.write(episode_to_sample_batch(episode))
+    return []
+
+
+def close_writer(writer: EpisodeWriter | JsonWriter | OutputWriter) -> list[str]:
+    """Flushes what a ``runner_writer`` buffers; returns the files it completed."""
+    if isinstance(writer, EpisodeWriter):
+        return writer.flush()
+    if isinstance(writer, JsonWriter):
+        return writer.close()
+    return []
+
+
+def runner_writer(config: RecorderConfig, index: int, run_id: str, overwrite: bool
+                  ) -> EpisodeWriter | JsonWriter | OutputWriter:
     """Recording actor ``index``'s writer: the custom one ``output`` creates, a ``JsonWriter``
     of SampleBatch lines (``output_write_sample_batches``), or an ``EpisodeWriter``."""
     options = config.offline_data

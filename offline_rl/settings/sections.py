@@ -15,7 +15,7 @@ from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import Section
 from offline_rl.settings.resources import EnvRunnersConfig, LearnersConfig, ResourcesConfig
 from offline_rl.settings.rl_module import RLModuleConfig
-from offline_rl.settings.sources import is_mixed, weighted_sources
+from offline_rl.settings.sources import is_mixed, mix_problem, weighted_sources
 from offline_rl.settings.training import TrainingConfig
 
 #: ``to_dict``'s sections (the builder methods), in the order it writes them.
@@ -56,9 +56,10 @@ class ConfigSections(SectionGroup):
                              "environment(env=...)) or off_policy_estimation_methods with "
                              "held-out data"))
         input_ = self.offline_data.input_
-        if is_mixed(input_) and not self.offline_data.problems() and weighted_sources(input_)[1]:
-            problems.append(("input_", "input_ 'sampler' needs the online sampler, which "
-                             "offline-rl does not have yet: mix offline sources only"))
+        if self.environment.env is None and is_mixed(input_) and mix_problem(input_) is None \
+                and weighted_sources(input_)[1]:
+            problems.append(("input_", "'sampler' plays the policy in an env: set config."
+                             "environment(env=...), or drop 'sampler' from input_"))
         n_step, _ = self.hyperparameters.n_step_returns()
         if isinstance(n_step, int) and n_step > 1 and not self.offline_data.reads_episodes:
             problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "

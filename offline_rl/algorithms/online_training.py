@@ -1,0 +1,87 @@
+"""``OnlineTraining``: the ``"sampler"`` share of ``input_`` in an ``Algorithm``'s iterations.
+
+Every ``train()``, before the learners update: the episodes of the round of sampling started
+by the previous ``train()`` are collected (the first ``train()`` plays a round first and waits
+for it) and handed to every learner's online replay buffer (``LearnerGroup.
+add_online_episodes``; each learner then samples its own online rows, ``data.online_rows``);
+then the next round starts with the learners' current weights and plays while the learners
+update. So the weights are synced to the env runners once per ``train()``, and the episodes
+trained on were played with the weights of one iteration before (as RLlib's
+``evaluation_parallel_to_training``); ``result["env_runners"]["weights_version"]`` says which
+(the learners' optimizer steps when the round started).
+
+A round plays about the online rows the iteration trains on: ``dataset_num_iters_per_learner``
+batches' share of ``train_batch_size_per_learner`` (one batch's worth without a planned count).
+Checkpoints keep the lifetime counts; the online replay buffers restart empty on restore (the
+first ``train()`` after it fills them again before any update).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offline_rl.core.learner_group import LearnerGroup
+from offline_rl.data.module_weights import numpy_state
+from offline_rl.data.offline_data import OfflineData
+from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.recording.online_sampler import OnlineSampler
+from offline_rl.settings.sources import is_mixed, weighted_sources
+
+
+def sampler_cpus(config: Any) -> float:
+    """The CPUs the sampler's env runners take (0 without ``"sampler"`` in ``input_``)."""
+    sections = config.sections
+    input_ = sections.offline_data.input_
+    if not (is_mixed(input_) and weighted_sources(input_)[1]):
+        return 0
+    runners = sections.env_runners
+    return runners.num_env_runners * runners.num_cpus_per_env_runner
+
+
+class OnlineTraining:
+    """The sampler and its place in each iteration (see the module's notes)."""
+
+    def __init__(self, config: Any, learner_group: LearnerGroup, offline_data: OfflineData,
+                 module_spec: RLModuleSpec):
+        data_config = offline_data.config
+        learner_group.mix_online(data_config)
+        planned = data_config.offline_data.dataset_num_iters_per_learner or 1
+        batch_size = data_config.training.train_batch_size_per_learner
+        #: Env steps each round plays (at least), all runners together.
+        self.env_steps_per_round = max(1, round(data_config.sampler_weight * batch_size
+                                                * planned))
+        self.learner_group = learner_group
+        self.sampler = OnlineSampler(config.recorder_config(), module_spec,
+                                     record=bool(config.sections.offline_data.output))
+
+    @classmethod
+    def build(cls, config: Any, learner_group: LearnerGroup, offline_data: OfflineData,
+              module_spec: RLModuleSpec) -> OnlineTraining | None:
+        """The online training of ``config``, or ``None`` when ``input_`` has no sampler."""
+        if not getattr(offline_data.config, "sampler_weight", 0):
+            return None
+        return cls(config, learner_group, offline_data, module_spec)
+
+    def before_update(self) -> dict[str, Any]:
+        """Hands the learners the last round's episodes and starts the next round; returns
+        the round's figures (``result["env_runners"]``)."""
+        group = self.learner_group
+        weights = numpy_state(group.module)
+        if not self.sampler.sampling:
+            self.sampler.start(weights, group.num_steps, self.env_steps_per_round)
+        episodes, figures = self.sampler.collect()
+        group.add_online_episodes(episodes)
+        self.sampler.start(weights, group.num_steps, self.env_steps_per_round)
+        return figures
+
+    def state(self) -> dict[str, int]:
+        """What a checkpoint keeps: the lifetime counts."""
+        return self.sampler.state()
+
+    def set_state(self, state: dict[str, int]) -> None:
+        """Restores ``state()``."""
+        self.sampler.set_state(state)
+
+    def stop(self) -> list[str]:
+        """Stops the env runners; returns the files they recorded."""
+        return self.sampler.stop()

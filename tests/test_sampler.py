@@ -1,0 +1,139 @@
+"""The ``"sampler"`` share of ``input_``: env runners playing the current policy online, their
+episodes mixed into each train batch at the given weight, recorded while training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from offline_rl import Algorithm, BCConfig
+from offline_rl.algorithms.dqn.dqn import DQNConfig
+from offline_rl.errors import ConfigError, ResourceError
+from offline_rl.formats.episode_input import decode_episode
+
+BATCH = 100
+UPDATES = 4
+
+
+def sampler_config(config_class, data: Path, weight: float = 0.3):
+    return (config_class().environment("CartPole-v1")
+            .training(train_batch_size_per_learner=BATCH)
+            .offline_data(input_={str(data): 1 - weight, "sampler": weight},
+                          dataset_num_iters_per_learner=UPDATES)
+            .env_runners(num_env_runners=2, num_cpus_per_env_runner=0)
+            .debugging(seed=0))
+
+
+def test_bc_batches_hold_exactly_the_sampler_share(ray_session, cartpole_data, tmp_path):
+    config = sampler_config(BCConfig, cartpole_data)
+    with config.build() as algo:
+        results = [algo.train() for _ in range(3)]
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+    for result in results:
+        learner = result["learners"]["per_learner"][0]
+        assert learner["num_updates"] == UPDATES
+        # 30 % of every batch of 100 rows came from the online replay buffer.
+        assert learner["num_online_rows_trained"] == 30 * UPDATES
+        assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == BATCH * UPDATES
+        sampled = result["env_runners"]
+        assert sampled["num_env_steps_sampled"] >= 30 * UPDATES
+        assert sampled["num_episodes"] >= 1 and sampled["episode_return_mean"] > 0
+        assert len(sampled["env_steps_per_s_per_runner"]) == 2
+        assert all(rate > 0 for rate in sampled["env_steps_per_s_per_runner"])
+    # Synced every train(): iteration i's episodes were played with the weights after
+    # iteration i - 2's updates (the first two with the initial ones).
+    assert [r["env_runners"]["weights_version"] for r in results] == [0, 0, UPDATES]
+    lifetime = sum(r["env_runners"]["num_env_steps_sampled"] for r in results)
+    assert results[-1]["env_runners"]["num_env_steps_sampled_lifetime"] == lifetime
+
+    with Algorithm.from_checkpoint(checkpoint) as restored:
+        assert restored.online.state()["num_env_steps_sampled_lifetime"] == lifetime
+        result = restored.train()
+    assert result["training_iteration"] == 4
+    assert result["env_runners"]["num_env_steps_sampled_lifetime"] == (
+        lifetime + result["env_runners"]["num_env_steps_sampled"])
+    assert result["learners"]["per_learner"][0]["num_online_rows_trained"] == 30 * UPDATES
+
+
+def test_dqn_two_learners_explore_and_record_while_training(ray_session, cartpole_data,
+                                                            tmp_path):
+    output = tmp_path / "online"
+    config = (sampler_config(DQNConfig, cartpole_data, weight=0.25)
+              .training(exploration_config={"type": "EpsilonGreedy", "final_epsilon": 0.2})
+              .learners(num_learners=2, num_cpus_per_learner=0.25)
+              .offline_data(output=str(output), map_batches_kwargs={"num_cpus": 0.5}))
+    with config.build() as algo:
+        results = [algo.train() for _ in range(2)]
+        sampled = sum(r["env_runners"]["num_episodes"] for r in results)
+    for result in results:
+        per_learner = result["learners"]["per_learner"]
+        assert [learner["num_online_rows_trained"] for learner in per_learner] == [
+            25 * UPDATES] * 2
+    files = sorted(output.rglob("*.parquet"))
+    episodes = [decode_episode(item, str(file)) for file in files
+                for item in pq.read_table(file).column("item").to_pylist()]
+    # Every episode the runners played was recorded (the round still running at stop too).
+    assert len(episodes) >= sampled and all(episode.is_done for episode in episodes)
+
+
+def test_sampler_without_an_env_is_refused():
+    config = (BCConfig().environment(observation_space=None)
+              .offline_data(input_={"data/expert": 0.8, "sampler": 0.2}))
+    with pytest.raises(ConfigError, match=r"'sampler' plays the policy in an env: set "
+                                          r"config.environment\(env=...\)"):
+        config.validate()
+
+
+@pytest.mark.parametrize(("input_", "message"), [
+    ({"sampler": 1.0}, "mixes only the sampler"),
+    ({"data/a": 0.7, "sampler": float("nan")}, "source 'sampler': the weight must be"),
+    ({"data/a": 0.5, "data/b": 0.3, "sampler": 0.2}, "several offline sources"),
+])
+def test_bad_mixes_are_refused(input_, message):
+    config = BCConfig().environment("CartPole-v1").offline_data(input_=input_)
+    with pytest.raises(ConfigError, match=message):
+        config.validate()
+
+
+def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_session,
+                                                                         cartpole_data):
+    # One runner of 1 CPU (the default) beside a PreLearner and the read task on 2 CPUs.
+    config = sampler_config(BCConfig, cartpole_data).env_runners(num_env_runners=1,
+                                                                 num_cpus_per_env_runner=1)
+    with pytest.raises(ResourceError, match=r"1 CPU for learners and env runners = 3\.0 CPUs.*"
+                                            r"num_cpus_per_env_runner: 0 shares the CPUs"):
+        config.build()
+
+
+def test_online_rows_follow_the_batch_share_and_offline_columns():
+    import gymnasium as gym
+    import numpy as np
+
+    from offline_rl import SingleAgentEpisode
+    from offline_rl.data.online_rows import OnlineRows
+    from offline_rl.errors import DataFormatError
+
+    spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))
+    config = (BCConfig().training(train_batch_size_per_learner=10)
+              .offline_data(input_={"data/a": 2, "sampler": 1}).data_config(spaces))
+    online = OnlineRows(config, seed=0)
+    assert online.num_rows(10) == 0  # nothing sampled yet: all rows offline
+    online.add([SingleAgentEpisode(observations=[[0.5]] * 4, actions=[1] * 3,
+                                   rewards=[1.0] * 3, terminated=True,
+                                   len_lookback_buffer=0).get_state()])
+    counts = []
+    for _ in range(6):
+        count = online.num_rows(10)
+        offline = {"obs": np.zeros((10 - count, 1), np.float32),
+                   "actions": np.zeros(10 - count, np.int64)}
+        batch = online.mixed_into(offline, count)
+        assert len(batch["obs"]) == 10 and batch["actions"].sum() == count
+        counts.append(count)
+    # A third of 10 rows: 3 or 4 per batch, exactly 20 in 6 batches.
+    assert counts == [3, 4, 3, 3, 4, 3] and online.rows_taken == 20
+    with pytest.raises(DataFormatError, match=r"columns \['advantages'\] that the sampler"):
+        online.mixed_into({"obs": np.zeros((7, 1), np.float32),
+                           "actions": np.zeros(7, np.int64),
+                           "advantages": np.zeros(7, np.float32)}, 3)
