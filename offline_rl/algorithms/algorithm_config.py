@@ -114,8 +114,7 @@ class AlgorithmConfig(FlatAccess):
         return self._set(self.sections.learners, locals())
 
     def resources(self, *, num_cpus_for_main_process: float = NotProvided) -> AlgorithmConfig:
-        """CPUs the algorithm's own process reserves when it runs as a Ray Tune trial (it
-        runs the local learner and the evaluation); see ``offline_rl.algorithms.trainable``."""
+        """CPUs the algorithm's own process reserves as a Ray Tune trial (``trainable``)."""
         return self._set(self.sections.resources, locals())
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
@@ -208,13 +207,7 @@ class AlgorithmConfig(FlatAccess):
 
     def framework(self, framework: str = "torch") -> AlgorithmConfig:
         """RLlib's deep-learning framework choice: offline-rl's learners are torch only, so
-        any other is a ``ConfigError``.
-
-        Example:
-            >>> from offline_rl import BCConfig
-            >>> BCConfig().framework("torch").algo_name
-            'BC'
-        """
+        any other is a ``ConfigError``."""
         return self.update_from_dict({"framework": framework})
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
