@@ -160,12 +160,6 @@ def test_bad_weights_are_refused(sources, weight):
         config({zeros: 0.5, ones: weight}).build()
 
 
-def test_the_sampler_is_refused_until_it_exists(sources):
-    zeros, _ = sources
-    with pytest.raises(ConfigError, match=r"input_ 'sampler' needs"):
-        config({zeros: 0.5, "sampler": 0.5}).build()
-
-
 def test_an_empty_source_is_named(ray_session, sources, tmp_path):
     zeros, _ = sources
     empty = tmp_path / "empty"

@@ -260,8 +260,8 @@ def test_estimation_settings_are_checked_and_survive_yaml(tmp_path, cartpole_dat
     with pytest.raises(ConfigError, match=r"evaluation_config: off_policy_estimation_methods "
                                           r"estimate on held-out data: set evaluation_config="):
         config.validate()
-    with pytest.raises(ConfigError, match=r"unknown offline_data setting\(s\) \['inputs'\]"):
-        config.evaluation(evaluation_config={"inputs": "x"}).validate()
+    with pytest.raises(ConfigError, match=r"unknown config key 'inputs'"):
+        config.evaluation(evaluation_config={"inputs": "x"})
     with pytest.raises(ConfigError, match=r"type 'Magic' is no estimator; use one of "
                                           r"\['DirectMethod'"):
         estimator_class("m", "Magic")

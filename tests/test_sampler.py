@@ -89,7 +89,6 @@ def test_sampler_without_an_env_is_refused():
 @pytest.mark.parametrize(("input_", "message"), [
     ({"sampler": 1.0}, "mixes only the sampler"),
     ({"data/a": 0.7, "sampler": float("nan")}, "source 'sampler': the weight must be"),
-    ({"data/a": 0.5, "data/b": 0.3, "sampler": 0.2}, "several offline sources"),
 ])
 def test_bad_mixes_are_refused(input_, message):
     config = BCConfig().environment("CartPole-v1").offline_data(input_=input_)
