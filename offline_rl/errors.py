@@ -24,10 +24,23 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 Function = TypeVar("Function", bound=Callable[..., Any])
+#: offline-rl's own source folder (``warn_at_caller`` skips the frames in it).
+PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def warn_at_caller(message: str) -> None:
+    """A ``UserWarning`` shown at the first caller outside offline-rl: the user's line."""
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level + 1)
 
 
 class OfflineRLError(Exception):

@@ -21,11 +21,8 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import os
-import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from offline_rl.data.input_api import (
@@ -33,12 +30,10 @@ from offline_rl.data.input_api import (
     looks_like_input_name,
     unregistered_input_error,
 )
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, warn_at_caller
 from offline_rl.settings.sections import LAYOUT
 from offline_rl.settings.sources import SAMPLER
 
-#: offline-rl's own source folder (warnings are shown at the first caller outside it).
-PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 #: The estimators the old stack's ``input_evaluation`` names.
 OLD_ESTIMATOR_NAMES = {"is": "ImportanceSampling", "wis": "WeightedImportanceSampling"}
 #: Exploration keys: acting in the env does not happen while training from data, and
@@ -174,8 +169,8 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
             flat.update(_translated(key, {"iter_batches_kwargs": {
                 **values.get("iter_batches_kwargs", {}), **shuffle}} if shuffle else {}, owners))
         elif key in EXPLORATION_KEYS:
-            _warn(f"{key}={value!r} has no effect: training from data acts in no env, and "
-                  "evaluation acts greedily")
+            warn_at_caller(f"{key}={value!r} has no effect: training from data acts in no "
+                           "env, and evaluation acts greedily")
         elif isinstance(value, dict):
             raise ConfigError(f"unknown config section {key!r}; sections are "
                               f"{['algorithm', *LAYOUT]}")
@@ -189,8 +184,9 @@ def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
             "evaluation_config", {}).get("input_"):
         held_out = {name: flat[name] for name in ("input_", "input_read_method",
                                                   "input_read_sample_batches") if name in flat}
-        _warn("off_policy_estimation_methods estimate on the training input, as RLlib's old "
-              "stack did; give held-out data with evaluation_config={'input_': ...}")
+        warn_at_caller("off_policy_estimation_methods estimate on the training input, as "
+                       "RLlib's old stack did; give held-out data with "
+                       "evaluation_config={'input_': ...}")
         flat["evaluation_config"] = {**flat.get("evaluation_config", {}), **held_out}
     result: dict[str, dict[str, Any]] = {}
     for key, value in flat.items():
@@ -222,7 +218,7 @@ def _translated(key: str, options: dict[str, Any], owners: dict[str, str]) -> di
         for name, option in options.items():
             calls.setdefault(owners[name], []).append(f"{name}={option!r}")
         shown = " and ".join(f"{section}({', '.join(parts)})" for section, parts in calls.items())
-        _warn(f"old-stack key {key!r} is {shown}")
+        warn_at_caller(f"old-stack key {key!r} is {shown}")
     return options
 
 
@@ -234,14 +230,6 @@ def evaluation_overrides(overrides: Any, config: Any) -> Any:
     translated = sectioned(overrides, config)
     return {**translated.pop("offline_data", {}),
             **{key: value for section in translated.values() for key, value in section.items()}}
-
-
-def _warn(message: str) -> None:
-    """A ``UserWarning`` shown at the first caller outside offline-rl."""
-    frame, level = inspect.currentframe(), 0
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level + 1)
 
 
 def _known_keys(option: str, value: Any, known: tuple[str, ...]) -> None:

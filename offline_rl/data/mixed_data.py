@@ -32,13 +32,10 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -52,10 +49,8 @@ from offline_rl.data.mixed_stream import MixedStream, source_positions
 from offline_rl.data.observation_statistics import ObservationStatistics
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import READ_TASK_CPUS
-from offline_rl.errors import DataFormatError, OfflineRLError
+from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
 from offline_rl.settings.sources import Source, is_mixed, weighted_sources
-
-PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
 def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]
@@ -252,9 +247,5 @@ def _warn_unless_normalized(input_: Any) -> None:
         return
     names = [source.name for source in sources] + (["sampler"] if sampler else [])
     shares = ", ".join(f"{name!r}: {weight:.4g}" for name, weight in zip(names, weights))
-    frame, level = inspect.currentframe(), 0
-    while frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(f"the input_ weights sum to {sum(raw):g}, not 1: they were divided by their "
-                  f"sum, each source's share of a train batch is now {{{shares}}}",
-                  UserWarning, stacklevel=level + 1)
+    warn_at_caller(f"the input_ weights sum to {sum(raw):g}, not 1: they were divided by "
+                   f"their sum, each source's share of a train batch is now {{{shares}}}")

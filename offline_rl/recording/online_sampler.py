@@ -47,6 +47,7 @@ from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.output_folder import new_run_id
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import (
+    RUNNER_SEED_STRIDE,
     check_env_runners_fit,
     close_writer,
     runner_writer,
@@ -54,10 +55,6 @@ from offline_rl.recording.recorder import (
 )
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.statistics import episode_statistics
-
-#: Seeds of runner ``i``'s episodes start at ``seed + RUNNER_SEED_STRIDE * (i + 1)`` (away
-#: from the evaluation's ``seed + episode``).
-RUNNER_SEED_STRIDE = 1_000_003
 
 
 class OnlineSampler:

@@ -28,6 +28,8 @@ from offline_rl.statistics import episode_statistics
 
 #: Episodes one ``record`` call on a runner plays before reporting progress.
 EPISODES_PER_REPORT = 8
+#: The gap between the first episode seeds of two env runners (recording, or the sampler's).
+RUNNER_SEED_STRIDE = 1_000_003
 
 
 class Recorder:
@@ -178,7 +180,8 @@ class _EnvRunner:
 
     def record(self, num_episodes: int) -> tuple[list[float], list[int]]:
         seed = self.config.debugging.seed
-        first = None if seed is None else seed + 1_000_003 * self.index + self.episodes_started
+        first = (None if seed is None
+                 else seed + RUNNER_SEED_STRIDE * self.index + self.episodes_started)
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
                                on_episode_start=self.on_episode_start):
