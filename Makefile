@@ -7,7 +7,12 @@ TORCH  ?= torch==2.13.0
 DEMO_DATA := data/cartpole-expert
 DEMO_RUN  := runs/demo
 
-.PHONY: demo test bench clean
+# A CUDA build of torch for `make gpu-check`; pick the CUDA version the machine's driver supports.
+GPU_TORCH ?= torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126
+# A Python that already has CUDA torch and offline-rl's dependencies skips the install.
+GPU_PYTHON ?=
+
+.PHONY: demo test bench gpu-check clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +34,17 @@ test: $(VENV)/.installed
 
 bench: $(DEMO_DATA)/dataset.json
 	$(BIN)/python benchmarks/bc_cartpole.py
+
+# The GPU learner path on this machine's GPUs: benchmarks/gpu.py's figures, then the gpu tests.
+gpu-check:
+ifeq ($(GPU_PYTHON),)
+	$(MAKE) $(VENV)/.installed
+	$(BIN)/pip install --quiet --upgrade $(GPU_TORCH)
+	$(MAKE) gpu-check GPU_PYTHON=$(BIN)/python
+else
+	$(GPU_PYTHON) benchmarks/gpu.py
+	$(GPU_PYTHON) -m pytest -p no:cacheprovider -m gpu tests/test_gpu.py
+endif
 
 clean:
 	rm -rf $(VENV) data runs .pytest_cache

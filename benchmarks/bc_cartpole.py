@@ -80,15 +80,17 @@ def parquet_decode_rows_per_s(paths: list[str]) -> float:
     return best
 
 
-def bare_torch_update_ms(config, spaces: tuple, batch: dict, updates: int = 200) -> float:
+def bare_torch_update_ms(config, spaces: tuple, batch: dict, updates: int = 200,
+                         device: str = "cpu") -> float:
     """Median ms of forward + BC loss + backward + Adam step on ready tensors, nothing else,
-    for ``config``'s module on ``spaces`` (observation, action)."""
+    for ``config``'s module on ``spaces`` (observation, action), on ``device`` (each update
+    ends with ``loss.item()``, which waits for a GPU to finish)."""
     import torch
 
-    module = config.get_rl_module_spec(*spaces).build()
+    module = config.get_rl_module_spec(*spaces).build().to(device)
     optimizer = torch.optim.Adam(module.parameters(), lr=config.lr)
-    obs = torch.from_numpy(batch["obs"])
-    actions = torch.from_numpy(batch["actions"])
+    obs = torch.from_numpy(batch["obs"]).to(device)
+    actions = torch.from_numpy(batch["actions"]).to(device)
     dist_cls = module.get_train_action_dist_cls()
     times = []
     for _ in range(updates):

@@ -4,20 +4,50 @@ instance and a small recorded CartPole dataset, which examples know as ``cartpol
 
 from __future__ import annotations
 
+import time
+import warnings
 from pathlib import Path
 
 import pytest
 from _pytest.doctest import DoctestItem
 
+#: The shared instance: 2 CPUs, like CI.
+RAY_OPTIONS = {"num_cpus": 2, "include_dashboard": False}
+#: Seconds a test module's Ray CPUs may take to be given back after its last test.
+CPU_RELEASE_TIMEOUT_S = 30
+
 
 @pytest.fixture(scope="session")
 def ray_session():
-    """A real local Ray instance (2 CPUs, like CI), shared by every test that needs one."""
+    """A real local Ray instance, shared by every test that needs one."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(**RAY_OPTIONS)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_cpus_given_back(request):
+    """After each module, every CPU of the shared instance is free again. Where one stays held
+    (Ray 2.60 can keep a worker leased for good when an actor is killed while it is being
+    created), every later test would wait for it until its timeout: the instance is restarted
+    instead, with a warning naming the module."""
+    yield
+    import ray
+
+    if not ray.is_initialized():
+        return
+    deadline = time.monotonic() + CPU_RELEASE_TIMEOUT_S
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
+        if time.monotonic() > deadline:
+            held = ray.cluster_resources()["CPU"] - ray.available_resources().get("CPU", 0)
+            warnings.warn(f"{request.module.__name__} left {held:g} Ray CPU(s) held; "
+                          "restarting the shared Ray instance", stacklevel=1)
+            ray.shutdown()
+            ray.init(**RAY_OPTIONS)
+            return
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
