@@ -12,7 +12,7 @@ GPU_TORCH ?= torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126
 # A Python that already has CUDA torch and offline-rl's dependencies skips the install.
 GPU_PYTHON ?=
 
-.PHONY: demo test bench gpu-check clean
+.PHONY: demo test test-fast bench gpu-check clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ demo: $(DEMO_DATA)/dataset.json
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
+
+# The inner loop: everything but the tests marked slow (CI runs the whole suite).
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -m "not slow and not gpu"
 
 bench: $(DEMO_DATA)/dataset.json
 	$(BIN)/python benchmarks/bc_cartpole.py

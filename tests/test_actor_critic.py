@@ -211,6 +211,7 @@ def test_iql_config_round_trips_and_checks_its_ranges(tmp_path):
     # (several learners stream epoch by epoch, the raw input in memory or not).
     (MARWILConfig, {"vf.0.weight", "pi.0.weight"}, ["default"]),
 ], ids=["IQL", "MARWIL"])
+@pytest.mark.slow
 def test_two_learners_stay_identical_networks_targets_and_optimizers(
         ray_session, cartpole_data, config_class, networks, optimizers):
     config = (config_class().environment("CartPole-v1")
@@ -274,6 +275,7 @@ def bc_return_on_cartpole_mixed(ray_session, cartpole_mixed) -> float:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_iql_beats_bc_on_cartpole_mixed_and_checkpoints_every_network(
         ray_session, tmp_path, cartpole_mixed, bc_return_on_cartpole_mixed):
     config = cartpole_mixed_config(IQLConfig, cartpole_mixed)
@@ -380,6 +382,7 @@ def test_discrete_cql_loss_is_double_q_td_error_plus_the_conservative_penalty():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_discrete_cql_beats_bc_on_cartpole_mixed_acting_greedily_on_q(
         ray_session, cartpole_mixed, bc_return_on_cartpole_mixed):
     with cartpole_mixed_config(DiscreteCQLConfig, cartpole_mixed).build() as algo:

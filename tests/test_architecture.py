@@ -110,6 +110,7 @@ def test_output_filesystem_is_validated_under_its_own_name():
     assert "input_filesystem" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_no_ray_running(cartpole_data):
     """64 learners of one CPU each do not fit: the error comes after Ray started, and the
     algorithm shuts down the Ray instance it started."""

@@ -335,6 +335,7 @@ def test_a_pipeline_error_is_ours_with_rays_error_as_its_cause(ray_session, tmp_
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_a_pipeline_error_reaches_the_caller_through_remote_learners(ray_session, tmp_path,
                                                                      bc_config):
     nan_beyond_the_first_rows(tmp_path / "data")
@@ -348,6 +349,7 @@ def test_a_pipeline_error_reaches_the_caller_through_remote_learners(ray_session
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_the_cli_ends_with_our_message_and_shows_rays_traceback_only_when_verbose(
         tmp_path, bc_config):
     nan_beyond_the_first_rows(tmp_path / "data")
@@ -380,6 +382,7 @@ def test_verbose_cli_prints_the_traceback(tmp_path, capsys):
     assert verbose.splitlines()[-1] == quiet.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_corrupt_parquet_page_is_named_with_its_file_and_rows(ray_session, tmp_path,
                                                                 bc_config):
     """Issue 17: a corrupt data page (valid footer) failed as Ray's remote traceback of

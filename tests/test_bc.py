@@ -47,6 +47,7 @@ def test_iteration_runs_the_configured_number_of_updates(ray_session, bc_config)
     assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 3 * 512
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_weights_and_counters(ray_session, bc_config, tmp_path):
     with bc_config.build() as algo:
         for _ in range(3):
@@ -106,6 +107,7 @@ print(text.getvalue(), [name for name in ("gymnasium", "numpy", "ray", "torch")
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_cli_records_trains_and_evaluates(tmp_path):
     data = tmp_path / "data"
     made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
@@ -142,6 +144,7 @@ def test_cli_records_trains_and_evaluates(tmp_path):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_cli_train_keeps_the_newest_periodic_checkpoint_to_resume_from(ray_session, bc_config,
                                                                        tmp_path, capsys):
     from offline_rl.cli import main
@@ -196,6 +199,7 @@ def test_periodic_checkpoints_delete_the_oldest_only_once_the_newest_is_written(
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_algorithms_in_a_row_give_back_every_resource(ray_session, bc_config):
     """What notebooks, test suites and Tune trials do: build, train and stop again and again in
     one Ray session. Each stop gives back every CPU its actors held."""
@@ -206,6 +210,7 @@ def test_algorithms_in_a_row_give_back_every_resource(ray_session, bc_config):
         assert ray.available_resources().get("CPU") == total
 
 
+@pytest.mark.slow
 def test_a_checkpoint_that_does_not_fit_on_disk_says_so_and_keeps_the_older_one(tmp_path):
     """Issue 17: a full disk surfaced as torch's "unexpected pos ..." and left a staging folder.
     A file-size limit (RLIMIT_FSIZE) stands in for the full disk, in a child process."""

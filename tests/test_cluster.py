@@ -94,6 +94,7 @@ def ray_cluster() -> Iterator[Cluster]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_job_submit_trains_on_the_cluster(ray_cluster: Cluster, cartpole_data: Path,
                                           tmp_path: Path) -> None:
     config = _write_config(tmp_path / "bc.yaml", cartpole_data)

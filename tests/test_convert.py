@@ -70,6 +70,7 @@ def sample_batch(eps_id: int, steps: range, *, done: bool) -> dict:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
     output = tmp_path / "episodes"
     summary = tabular_to_episodes(str(TABULAR), str(output), incomplete="drop")

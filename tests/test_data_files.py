@@ -123,6 +123,7 @@ def test_json_nested_too_deep_is_refused_before_it_is_parsed(tmp_path):
         inspect_dataset(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_read_that_crashes_its_process_is_not_retried_without_end(ray_session, tmp_path):
     # The check above keeps such a line from the reader; were a reader to crash anyway, Ray
     # Data retried its read task forever (the run hung, restarting a worker every second).

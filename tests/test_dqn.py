@@ -196,6 +196,7 @@ def cartpole_random(tmp_path_factory) -> Path:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_dqn_learns_cartpole_from_random_play_and_checkpoints_its_policy(
         ray_session, tmp_path, cartpole_random):
     config = (DQNConfig().environment("CartPole-v1")

@@ -137,6 +137,7 @@ def test_the_seed_call_override_maps_a_batch_to_a_multi_agent_batch(ray_session,
     assert module.compute_actions(np.zeros((2, len(vocabulary), 1, 1), np.float32)).shape == (2,)
 
 
+@pytest.mark.slow
 def test_the_seed_call_override_trains_through_the_config(ray_session, text_data, tmp_path):
     path, vocabulary = text_data
     # The seed's __call__ reads spaces[0] as the action space (RLlib hands PreLearners
@@ -302,6 +303,7 @@ class PipelineEditingBCConfig(BCConfig):
         return pipeline
 
 
+@pytest.mark.slow
 def test_a_build_learner_connector_override_reaches_the_prelearner_actors(ray_session,
                                                                          cartpole_data):
     config = (PipelineEditingBCConfig().environment("CartPole-v1")

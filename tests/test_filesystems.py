@@ -151,6 +151,7 @@ def test_offline_data_checks_s3_input_before_any_ray_work(bc_config, s3_data, s3
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("given_as", ["name", "instance"])
+@pytest.mark.slow
 def test_bc_trains_on_s3_data(ray_session, bc_config, s3_data, s3_kwargs, given_as, tmp_path,
                               monkeypatch):
     filesystem = ({"input_filesystem": "s3", "input_filesystem_kwargs": s3_kwargs}
@@ -244,6 +245,7 @@ def test_lists_globs_and_callables_read_the_matching_files(ray_session, bc_confi
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_recordings_go_to_s3_uris_and_an_unwritable_output_fails_at_build(
         ray_session, bc_config, s3_data, s3_kwargs, s3_fs):
     config = (bc_config.copy()

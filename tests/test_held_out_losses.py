@@ -31,6 +31,7 @@ def test_loss_metrics_are_the_update_losses_without_a_step_or_a_trace():
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_held_out_losses_show_over_fitting_to_a_small_random_dataset(ray_session, tmp_path):
     make_dataset("CartPole-v1", tmp_path / "train", tier="random", episodes=2, seed=1,
                  progress=False)

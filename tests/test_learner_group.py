@@ -60,6 +60,7 @@ def indexed_config(path, config_class=BCConfig) -> BCConfig:
     )
 
 
+@pytest.mark.slow
 def test_two_learners_train_on_disjoint_shards_with_identical_weights(indexed_data, log):
     config = indexed_config(indexed_data, RecordingBCConfig).learners(
         num_learners=2, num_cpus_per_learner=0.25).offline_data(
@@ -93,6 +94,7 @@ def test_two_learners_train_on_disjoint_shards_with_identical_weights(indexed_da
     assert weights[0, 0] != weights[0, shard_updates - 1]
 
 
+@pytest.mark.slow
 def test_iteration_runs_exactly_the_planned_updates_per_remote_learner(indexed_data, log):
     config = indexed_config(indexed_data).learners(num_learners=1).offline_data(
         dataset_num_iters_per_learner=3)
@@ -118,6 +120,7 @@ def test_default_iteration_is_one_epoch_and_carries_the_remainder(indexed_data, 
     (True, False), (False, False),
     (False, True),
 ], ids=["mapped-in-memory", "streamed", "streamed-repeated"])
+@pytest.mark.slow
 def test_two_remote_learners_train_from_every_feed(indexed_data, ray_session,
                                                    materialize_mapped_data, materialize_data):
     # Issue 35: two learners on streamed data failed in the first train() in 3 of 3 runs
@@ -137,6 +140,7 @@ def test_two_remote_learners_train_from_every_feed(indexed_data, ray_session,
     assert result["data"]["operators"]
 
 
+@pytest.mark.slow
 def test_bc_with_two_learners_reaches_return_450(ray_session, bc_config):
     config = (bc_config.learners(num_learners=2, placement_strategy="SPREAD")
               .offline_data(dataset_num_iters_per_learner=None)
@@ -151,6 +155,7 @@ def test_bc_with_two_learners_reaches_return_450(ray_session, bc_config):
     assert best >= 450, f"best evaluation return {best} after {result['training_iteration']}"
 
 
+@pytest.mark.slow
 def test_a_learner_dying_is_named_and_stops_the_others(indexed_data, ray_session):
     config = indexed_config(indexed_data, DyingBCConfig).learners(num_learners=2).offline_data(
         dataset_num_iters_per_learner=5)
@@ -159,6 +164,7 @@ def test_a_learner_dying_is_named_and_stops_the_others(indexed_data, ray_session
             algo.train()
 
 
+@pytest.mark.slow
 def test_training_continues_when_a_prelearner_actor_dies(indexed_data, log):
     config = indexed_config(indexed_data).offline_data(
         prelearner_class="tests.prelearners:DiesOnce", materialize_mapped_data=False,
@@ -173,6 +179,7 @@ def test_training_continues_when_a_prelearner_actor_dies(indexed_data, log):
 
 
 @pytest.mark.parametrize("raw_in_memory", [False, True], ids=["epoch-by-epoch", "repeated-epochs"])
+@pytest.mark.slow
 def test_prelearners_get_fresh_module_weights(indexed_data, ray_session, raw_in_memory):
     # With the raw input in memory one execution maps many epochs (8 parts each here): it
     # must not map them all ahead with the first weights.
@@ -248,6 +255,7 @@ def test_synced_module_loads_published_weights_every_period(ray_session):
         np.testing.assert_array_equal(numpy_state(synced.module)[name], value)
 
 
+@pytest.mark.slow
 def test_checkpoint_of_remote_learners_restores_their_weights(indexed_data, ray_session,
                                                               tmp_path):
     config = indexed_config(indexed_data).learners(num_learners=1).offline_data(

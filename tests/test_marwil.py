@@ -146,6 +146,7 @@ def test_marwil_streams_its_mapped_data_and_says_why_when_told_to_materialize(ra
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_marwil_reaches_450_on_cartpole_expert_data(ray_session, cartpole_data):
     config = (MARWILConfig().environment("CartPole-v1")
               .training(lr=3e-3, train_batch_size_per_learner=512)

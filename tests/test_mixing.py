@@ -70,6 +70,7 @@ def test_counts_stay_within_one_row_of_the_weights():
         assert all(abs(t - w * sum(taken)) < 1 for t, w in zip(taken, weights))
 
 
+@pytest.mark.slow
 def test_batches_mix_in_proportion_and_the_small_source_repeats(ray_session, sources, tiny):
     zeros, ones = sources[0], tiny
     data = MixedData(config({zeros: 0.8, ones: 0.2}, batch=50).data_config(SPACES), SPACES)
@@ -92,6 +93,7 @@ def test_batches_mix_in_proportion_and_the_small_source_repeats(ray_session, sou
 
 @pytest.mark.parametrize(("num_learners", "materialize"),
                          [(0, True), (0, False), (2, True), (2, False)])
+@pytest.mark.slow
 def test_bc_learns_the_mixed_action_probability(ray_session, sources, num_learners,
                                                 materialize):
     zeros, ones = sources
@@ -110,6 +112,7 @@ def test_bc_learns_the_mixed_action_probability(ray_session, sources, num_learne
     assert abs(probability - 0.2) < 0.05, probability
 
 
+@pytest.mark.slow
 def test_a_resumed_mix_continues_exactly(ray_session, sources, tmp_path):
     zeros, ones = sources
     run = config({zeros: 0.7, ones: 0.3}, batch=64, iters=5)
@@ -135,6 +138,7 @@ def test_a_resumed_mix_continues_exactly(ray_session, sources, tmp_path):
 
 
 @pytest.mark.parametrize("materialize", [True, False])
+@pytest.mark.slow
 def test_per_source_form_mixes_two_formats(ray_session, sources, materialize):
     zeros, _ = sources
     input_ = [{"input_": zeros, "weight": 1},
@@ -160,6 +164,7 @@ def test_bad_weights_are_refused(sources, weight):
         config({zeros: 0.5, ones: weight}).build()
 
 
+@pytest.mark.slow
 def test_an_empty_source_is_named(ray_session, sources, tmp_path):
     zeros, _ = sources
     empty = tmp_path / "empty"
@@ -183,6 +188,7 @@ def test_a_source_unlike_the_others_is_named(ray_session, sources, tmp_path, def
         MixedData(config({zeros: 0.5, odd: 0.5}).data_config(SPACES), SPACES)
 
 
+@pytest.mark.slow
 def test_sources_mapped_to_different_shapes_are_named_and_extras_left_out():
     def stream(columns):
         return BatchStream(lambda: columns, lambda data, epoch: [data]).start()

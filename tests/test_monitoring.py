@@ -16,6 +16,7 @@ from offline_rl.datasets import make_dataset
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc_config,
                                                                   tmp_path, capsys):
     make_dataset("CartPole-v1", tmp_path / "held-out", tier="medium", episodes=4, seed=3,

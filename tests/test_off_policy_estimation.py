@@ -182,6 +182,7 @@ def sigmoid_policy(beta: float) -> DefaultTorchRLModule:
     return module
 
 
+@pytest.mark.slow
 def test_doubly_robust_and_weighted_importance_sampling_come_within_10_percent_on_cartpole():
     gamma = 0.95
     _, logged = cartpole_runs(beta=1.0, episodes=200, seed=1, gamma=gamma)
@@ -216,6 +217,7 @@ def held_out_config(train_data, held_out: dict) -> BCConfig:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_a_config_estimates_on_held_out_tabular_or_episode_data_without_an_env(
         ray_session, tmp_path, cartpole_data):
     for name, write_episodes in (("rows", False), ("episodes", True)):

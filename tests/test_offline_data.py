@@ -18,6 +18,7 @@ SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete
 
 @pytest.mark.parametrize("materialize", [(False, True), (False, False), (True, False)],
                          ids=["mapped-data", "epoch-by-epoch", "repeated-epochs"])
+@pytest.mark.slow
 def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config, materialize):
     raw, mapped = materialize
     config = bc_config.offline_data(materialize_data=raw, materialize_mapped_data=mapped,
@@ -41,6 +42,7 @@ def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config
         data.stop()
 
 
+@pytest.mark.slow
 def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_session,
                                                                           bc_config):
     config = bc_config.offline_data(materialize_data=True, materialize_mapped_data=False,

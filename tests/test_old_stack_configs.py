@@ -112,6 +112,7 @@ def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_train_takes_rllibs_run_env_config_and_stop(tmp_path):
     # The seed's `rllib train --run=DQN --env=CartPole-v0 --config='{"input": ...}'` form, BC.
     config = {"input": str(SAMPLE_BATCH_JSON), "input_evaluation": [], "explore": False,

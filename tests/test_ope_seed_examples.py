@@ -83,6 +83,7 @@ def logged_return(path: str, gamma: float) -> float:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_the_estimator_python_api_trains_a_q_model_and_estimates_batches(
         algo, cartpole_data, cartpole_eval):
     estimator = DoublyRobust(

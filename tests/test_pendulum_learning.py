@@ -23,6 +23,7 @@ def pendulum_mixed(tmp_path_factory):
 @pytest.mark.timeout(600)  # CQL took 261 s on a slow CI run (2 cores)
 @pytest.mark.parametrize("config_class", [CQLConfig, IQLConfig],
                          ids=lambda config_class: config_class.algo_name)
+@pytest.mark.slow
 def test_learns_pendulum_far_above_the_random_tier(ray_session, pendulum_mixed, config_class):
     config = (config_class().environment("Pendulum-v1")
               .offline_data(input_=str(pendulum_mixed), dataset_num_iters_per_learner=500)

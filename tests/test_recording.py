@@ -216,6 +216,7 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_evaluate_records_to_output(ray_session, bc_config, tmp_path):
     config = bc_config.offline_data(output=str(tmp_path / "rec")).env_runners(
         num_cpus_per_env_runner=0).evaluation(evaluation_duration=3)

@@ -17,6 +17,7 @@ def losses(algo: Algorithm, iterations: int) -> list[dict[str, float]]:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_a_restored_run_continues_bit_identically(ray_session, tmp_path):
     data = tmp_path / "data"
     make_dataset("Pendulum-v1", data, tier="mixed", episodes=20, seed=0, progress=False)

@@ -23,7 +23,7 @@ from offline_rl import BCConfig, ExperienceLogger
 from offline_rl.inspection import inspect_dataset
 from offline_rl.settings.offline_data import OfflineDataConfig
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # runs the real RLlib
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ENVS = ("CartPole-v1", "Pendulum-v1")

@@ -26,6 +26,7 @@ def sampler_config(config_class, data: Path, weight: float = 0.3):
             .debugging(seed=0))
 
 
+@pytest.mark.slow
 def test_bc_batches_hold_exactly_the_sampler_share(ray_session, cartpole_data, tmp_path):
     config = sampler_config(BCConfig, cartpole_data)
     with config.build() as algo:
@@ -57,6 +58,7 @@ def test_bc_batches_hold_exactly_the_sampler_share(ray_session, cartpole_data, t
     assert result["learners"]["per_learner"][0]["num_online_rows_trained"] == 30 * UPDATES
 
 
+@pytest.mark.slow
 def test_dqn_two_learners_explore_and_record_while_training(ray_session, cartpole_data,
                                                             tmp_path):
     output = tmp_path / "online"

@@ -124,6 +124,7 @@ def data_path(best_checkpoint, cartpole_data, tmp_path_factory) -> str:
     return data_path
 
 
+@pytest.mark.slow
 def test_expert_recording_holds_whole_episodes_per_runner_folder(data_path):
     files = sorted(pafs.LocalFileSystem().get_file_info(
         pafs.FileSelector(data_path, recursive=True)), key=lambda info: info.path)
@@ -157,6 +158,7 @@ def bc_config(input_path: str, *, concurrency: int, num_cpus: float) -> BCConfig
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_bc_on_saved_experiences_through_tune_with_a_grid_search(data_path, tmp_path):
     """Example 3, "training on previously saved experiences", plus a grid search on ``lr``:
@@ -243,6 +245,7 @@ def tabular_data_path(best_checkpoint, cartpole_data, tmp_path_factory) -> str:
     return tabular_data_path
 
 
+@pytest.mark.slow
 def test_tabular_recording_converted_to_episodes_as_the_seed_does(tabular_data_path, tmp_path):
     """Example 5, "converting tabular data to RLlib's episode format": its schema, then its
     row loop building ``SingleAgentEpisode``s, written with msgpack-numpy and read back."""
@@ -299,6 +302,7 @@ def test_tabular_recording_converted_to_episodes_as_the_seed_does(tabular_data_p
         assert algo.train()["learners"]["__all_modules__"]["num_env_steps_trained"] == 256
 
 
+@pytest.mark.slow
 def test_sample_batch_recordings_read_directly_and_converted(ray_session, tmp_path):
     """Example 6, "using old API stack SampleBatch recordings": ``input_read_sample_batches``,
     and the seed's conversion loop with ``OfflinePreLearner._map_sample_batch_to_episode``."""
@@ -328,6 +332,7 @@ def test_sample_batch_recordings_read_directly_and_converted(ray_session, tmp_pa
         assert algo.train()["learners"]["__all_modules__"]["num_env_steps_trained"] == 64
 
 
+@pytest.mark.slow
 def test_cloud_storage_input_and_recording(ray_session, s3_kwargs, cartpole_data):  # noqa: F811
     """Example 7, "using cloud storage": a pyarrow filesystem with a path relative to it, for
     reading and for recording; several output folders are refused."""

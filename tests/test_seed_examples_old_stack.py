@@ -138,6 +138,7 @@ def test_dqn_without_exploration_as_the_experimental_page_writes_it(
     assert summary["iterations"] == 1
 
 
+@pytest.mark.slow
 def test_the_001_dqn_config_estimates_off_policy_on_the_eval_data(
         cartpole_out, cartpole_eval, ray_session):
     config = (
@@ -183,6 +184,7 @@ def test_the_001_dqn_config_estimates_off_policy_on_the_eval_data(
     assert evaluation["env_runners"]["num_episodes"] == 10
 
 
+@pytest.mark.slow
 def test_the_dataset_output_and_input_configs(cartpole_data, seed_tmp, ray_session):
     # To write sample data to JSON or Parquet files using Dataset, ... with the infos
     # (store_infos); here the evaluation episodes of BC, which the seed's rollouts stand for.
@@ -263,6 +265,7 @@ def test_input_pipeline_for_supervised_losses_reads_imperatively(cartpole_out):
         input_reader.tf_input_ops()
 
 
+@pytest.mark.slow
 def test_mixing_simulation_and_offline_data(cartpole_out, cartpole_eval, tmp_path, capsys,
                                             monkeypatch):
     # $ rllib train --run=DQN --env=CartPole-v0 --config='{"input": {"/tmp/cartpole-out": 0.4,

@@ -70,6 +70,7 @@ def iql_config() -> IQLConfig:
 # ------------------------------------------------------------------------- class 5: shapes
 @pytest.mark.parametrize(("algorithm", "column", "storage"), [
     ("bc", "actions", "list"), ("bc", "actions", "tensor"), ("iql", "rewards", "list")])
+@pytest.mark.slow
 def test_a_one_element_list_per_row_trains_exactly_as_the_value(
         ray_session, bc_config, cartpole_table, tmp_path, algorithm, column, storage):
     """Was: BC's log-probability broadcast to (batch, batch), its loss stuck at ln 2; IQL's TD
@@ -151,6 +152,7 @@ def test_a_loss_given_another_shape_stops_train_naming_the_column(ray_session, c
 
 
 @pytest.mark.parametrize("num_learners", [0, 1])
+@pytest.mark.slow
 def test_a_loss_that_becomes_infinite_stops_train_naming_iteration_loss_and_causes(
         ray_session, cartpole_table, tmp_path, num_learners):
     """Rewards near float32's largest value make IQL's TD loss infinite in its first update."""

@@ -7,10 +7,13 @@ import subprocess
 import sys
 
 import pytest
+import ray
+from ray.tune.registry import get_trainable_cls
 
 from offline_rl import BCConfig
 from offline_rl.algorithms.trainable import trial_bundles
 from offline_rl.errors import ConfigError
+from tests.session_fixtures import RAY_OPTIONS
 
 RESOLVE_BC = ("from ray.tune.registry import get_trainable_cls\n"
               "from ray.tune.tune import _Config\n"
@@ -28,6 +31,14 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 def test_bc_is_a_tune_trainable_in_either_import_order(first):
     finished = run_python(f"{first}\n{RESOLVE_BC}")
     assert finished.returncode == 0, finished.stderr
+
+
+def test_bc_stays_ours_in_a_ray_instance_started_after_shutdown(ray_session):
+    """Tune keeps registrations in the Ray instance; a new one gets ours again (RLlib,
+    installed for the interop tests, would otherwise answer to "BC")."""
+    ray.shutdown()
+    ray.init(**RAY_OPTIONS)  # the shared instance, started anew
+    assert get_trainable_cls("BC").__module__ == "offline_rl.algorithms.trainable"
 
 
 def test_connectors_import_after_ray_tune_without_a_cycle():

@@ -140,6 +140,7 @@ def test_output_that_is_a_file_is_refused_and_kept(tmp_path, capsys):
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_convert_into_a_folder_of_user_files_needs_overwrite_and_keeps_them(ray_session,
                                                                             tmp_path):
     out = tmp_path / "episodes"

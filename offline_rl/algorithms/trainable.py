@@ -138,11 +138,15 @@ def trainable_class(algorithm_name: str) -> type[AlgorithmTrainable]:
 def register_with_tune() -> None:
     """Registers every registered algorithm as a Tune trainable under its name, and lets
     ``param_space`` take a config object. Runs when this module is imported (by
-    ``offline_rl``, once ``ray.tune`` is); call it again after ``register_algorithm`` to add
-    algorithms registered later."""
+    ``offline_rl``, once ``ray.tune`` is) and after every later ``ray.init()``: Tune keeps its
+    registrations in the Ray instance, so one started after ``ray.shutdown()`` would otherwise
+    know "BC" as RLlib's. Call it again after ``register_algorithm`` to add algorithms
+    registered later."""
     register_config_classes_with_tune()
     for name in registered_algorithms():
         register_trainable(name, trainable_class(name))
 
 
 register_with_tune()
+# Ray's list of functions run after each ray.init(), the one Tune's own registry uses.
+ray._private.worker._post_init_hooks.append(register_with_tune)
