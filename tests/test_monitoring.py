@@ -56,3 +56,20 @@ def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc
     drawn = (image[..., :3] < 0.9).any(axis=-1)  # anything but white
     assert drawn.mean() > 0.05
     assert len(np.unique(image[..., :3].reshape(-1, 3), axis=0)) > 100  # lines, not just text
+
+
+def test_a_run_without_evaluation_gets_only_its_panels_and_the_per_iteration_rate(tmp_path,
+                                                                                   capsys):
+    from offline_rl.monitoring.learning_curves import panels, steps_per_second
+    from offline_rl.monitoring.result_log import ResultLog, flatten, read_results
+
+    with ResultLog(tmp_path, tensorboard=False) as log:
+        for iteration, seconds in enumerate([4.0, 1.0, 1.0], start=1):  # start-up, then steady
+            log.write({"training_iteration": iteration, "time_this_iter_s": seconds,
+                       "learners": {"default_policy": {"total_loss": 1.0 / iteration},
+                                    "__all_modules__": {"num_env_steps_trained": 1000}}})
+    rows = [flatten(result) for result in read_results(tmp_path)]
+    assert [title for title, _, _ in panels(rows)] == ["losses", "throughput, per iteration"]
+    assert steps_per_second(rows) == ([1, 2, 3], [250.0, 1000.0, 1000.0])
+    assert main(["plot", str(tmp_path)]) == 0
+    assert imread(capsys.readouterr().out.strip()).shape == (375, 1100, 4)  # one row of two

@@ -1,8 +1,9 @@
 """Learning curves of a run folder, drawn from its ``result.json``: losses, evaluation
-return, off-policy estimates and throughput."""
+return, off-policy estimates and throughput, each panel only where the run has its figures."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ HELD_OUT_LOSSES = "evaluation/offline_eval_runner_results/default_policy/"
 RETURN = "evaluation/env_runners/episode_return_mean"
 RETURN_STD = "evaluation/env_runners/episode_return_std"
 ESTIMATES = "evaluation/off_policy_estimation/"
-THROUGHPUT = "learners/__all_modules__/num_env_steps_trained_lifetime_throughput"
+STEPS = "learners/__all_modules__/num_env_steps_trained"
+TRAIN_TIME = "time_this_iter_s"
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -23,12 +25,74 @@ def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float
     return [x for x, _ in points], [y for _, y in points]
 
 
+def steps_per_second(rows: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
+    """Each iteration's env steps trained per second of its training time.
+
+    Example:
+        >>> steps_per_second([{"training_iteration": 1, STEPS: 2048, TRAIN_TIME: 2.0},
+        ...                   {"training_iteration": 2, STEPS: 2048, TRAIN_TIME: 0.5}])
+        ([1, 2], [1024.0, 4096.0])
+    """
+    points = [(row["training_iteration"], row[STEPS] / row[TRAIN_TIME]) for row in rows
+              if isinstance(row.get(STEPS), int | float) and row.get(TRAIN_TIME)]
+    return [x for x, _ in points], [y for _, y in points]
+
+
+#: A panel: its title, its y axis and what draws it on an ``Axes``.
+Panel = tuple[str, str, Callable[[Any], None]]
+
+
+def panels(rows: list[dict[str, Any]]) -> list[Panel]:
+    """The panels ``rows`` (flattened results) have figures for, in order: losses, evaluation
+    return, off-policy estimates, throughput."""
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    found: list[Panel] = []
+    losses = [key for key in keys if key.startswith(LOSSES) and key.endswith("_loss")]
+    held_out = [key for key in keys
+                if key.startswith(HELD_OUT_LOSSES) and key.endswith("total_loss")]
+    if losses or held_out:
+        def draw_losses(axes: Any) -> None:
+            for key in losses:
+                axes.plot(*_series(rows, key), label=key[len(LOSSES):])
+            for key in held_out:
+                axes.plot(*_series(rows, key), "--", label="held-out total_loss")
+        found.append(("losses", "loss", draw_losses))
+    if _series(rows, RETURN)[1]:
+        def draw_returns(axes: Any) -> None:
+            iterations, means = _series(rows, RETURN)
+            axes.plot(iterations, means, marker="o", label="mean")
+            _, stds = _series(rows, RETURN_STD)
+            if len(stds) == len(means):
+                axes.fill_between(iterations, [m - s for m, s in zip(means, stds)],
+                                  [m + s for m, s in zip(means, stds)], alpha=0.2,
+                                  label="± std")
+        found.append(("evaluation return", "return", draw_returns))
+    estimators = [key[len(ESTIMATES):-len("/v_target")] for key in keys
+                  if key.startswith(ESTIMATES) and key.endswith("/v_target")]
+    if estimators:
+        def draw_estimates(axes: Any) -> None:
+            for name in estimators:
+                x, y = _series(rows, f"{ESTIMATES}{name}/v_target")
+                _, std = _series(rows, f"{ESTIMATES}{name}/v_target_std")
+                axes.errorbar(x, y, yerr=std if len(std) == len(y) else None, capsize=3,
+                              marker="o", label=name)
+            axes.plot(*_series(rows, f"{ESTIMATES}{estimators[-1]}/v_behavior"), "k:",
+                      label="logged (v_behavior)")
+        found.append(("off-policy estimates (± std over episodes)", "discounted return",
+                      draw_estimates))
+    if steps_per_second(rows)[1]:
+        found.append(("throughput, per iteration", "env steps trained / s",
+                      lambda axes: axes.plot(*steps_per_second(rows))))
+    return found
+
+
 def plot_learning_curves(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Draws the run's curves into one PNG (``<run_dir>/learning_curves.png`` unless ``out``):
     the training loss terms (and the held-out ones, dashed), the evaluation return (± std),
     each off-policy estimate of ``v_target`` with its std as error bars beside ``v_behavior``,
-    and env steps trained per second. Returns the file. Needs matplotlib
-    (``pip install 'offline-rl[plot]'``).
+    and each iteration's env steps trained per second. A run without evaluation, say, gets
+    no empty panel for it. Returns the file. Needs matplotlib (``pip install
+    'offline-rl[plot]'``).
 
     Example:
         >>> import tempfile
@@ -50,45 +114,24 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path | None = None) -> 
     rows = [flatten(result) for result in read_results(run_dir)]
     if not rows:
         raise DataFormatError(f"{run_dir / RESULT_FILE} holds no results yet")
-    keys = list(dict.fromkeys(key for row in rows for key in row))
-    figure = Figure(figsize=(11, 7.5), layout="constrained")
+    found = panels(rows)
+    if not found:
+        raise DataFormatError(f"{run_dir / RESULT_FILE} holds no losses, returns, estimates "
+                              "or step counts to plot")
+    columns = 1 if len(found) == 1 else 2
+    figure = Figure(figsize=(5.5 * columns, 3.75 * ((len(found) + 1) // 2)),
+                    layout="constrained")
     figure.suptitle(run_dir.name)
-    losses, returns, estimates, throughput = figure.subplots(2, 2).flat
-    for key in keys:
-        if key.startswith(LOSSES) and key.endswith("_loss"):
-            losses.plot(*_series(rows, key), label=key[len(LOSSES):])
-        elif key.startswith(HELD_OUT_LOSSES) and key.endswith("total_loss"):
-            losses.plot(*_series(rows, key), "--", label="held-out total_loss")
-    iterations, means = _series(rows, RETURN)
-    if means:
-        returns.plot(iterations, means, marker="o", label="mean")
-        _, stds = _series(rows, RETURN_STD)
-        if len(stds) == len(means):
-            returns.fill_between(iterations, [m - s for m, s in zip(means, stds)],
-                                 [m + s for m, s in zip(means, stds)], alpha=0.2, label="± std")
-    for key in keys:
-        if key.startswith(ESTIMATES) and key.endswith("/v_target"):
-            name = key[len(ESTIMATES):-len("/v_target")]
-            x, y = _series(rows, key)
-            _, std = _series(rows, f"{ESTIMATES}{name}/v_target_std")
-            estimates.errorbar(x, y, yerr=std if len(std) == len(y) else None, capsize=3,
-                               marker="o", label=name)
-            behaviour_x, behaviour = _series(rows, f"{ESTIMATES}{name}/v_behavior")
-    if any(key.startswith(ESTIMATES) for key in keys):
-        estimates.plot(behaviour_x, behaviour, "k:", label="logged (v_behavior)")
-    throughput.plot(*_series(rows, THROUGHPUT))
-    for axes, title, ylabel in (
-            (losses, "losses", "loss"), (returns, "evaluation return", "return"),
-            (estimates, "off-policy estimates (± std over episodes)", "discounted return"),
-            (throughput, "throughput", "env steps trained / s")):
+    grid = list(figure.subplots((len(found) + 1) // 2, columns, squeeze=False).flat)
+    for axes, (title, ylabel, draw) in zip(grid, found):
+        draw(axes)
         axes.set_title(title)
         axes.set_xlabel("training iteration")
         axes.set_ylabel(ylabel)
         if axes.get_legend_handles_labels()[0]:
             axes.legend(fontsize="small")
-        if not axes.has_data():
-            axes.text(0.5, 0.5, "not in this run", ha="center", va="center",
-                      transform=axes.transAxes, color="gray")
+    for axes in grid[len(found):]:  # the grid's last cell, when the panels are odd in number
+        figure.delaxes(axes)
     out = Path(out) if out is not None else run_dir / "learning_curves.png"
     figure.savefig(out, dpi=100)
     return out
