@@ -108,6 +108,12 @@ def main() -> None:
               .evaluation(evaluation_interval=None))
     env = gym.make(config.env)
     spaces = (env.observation_space, env.action_space)
+    # The ceilings first, so that a run cut short still has them.
+    pipeline, batches = zip(*(pipeline_rows_per_s(config, 200) for _ in range(args.runs)))
+    bare_ms = [bare_torch_update_ms(config, spaces, batches[0], device="cuda")
+               for _ in range(args.runs)]
+    print(f"pipeline_rows_per_s: {list(pipeline)}, bare_gpu_update_ms: {bare_ms}",
+          file=sys.stderr, flush=True)
     figures: dict[str, dict] = {}
     for setup, learners in learner_setups(gpus).items():
         for feed, options in FEEDS.items():
@@ -118,10 +124,7 @@ def main() -> None:
             figures[f"{setup}_{feed}"] = {
                 name: min_median([run[name] for run in runs], 3) for name in runs[0]}
             print(f"{setup}_{feed}: {figures[f'{setup}_{feed}']}", file=sys.stderr, flush=True)
-    pipeline, batches = zip(*(pipeline_rows_per_s(config, 200) for _ in range(args.runs)))
     ray.shutdown()
-    bare_ms = [bare_torch_update_ms(config, spaces, batches[0], device="cuda")
-               for _ in range(args.runs)]
     print(json.dumps({
         "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
         "cpus": cpus, "gpus": gpus, "batch": args.batch,
