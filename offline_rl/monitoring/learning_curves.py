@@ -19,10 +19,13 @@ STEPS = "learners/__all_modules__/num_env_steps_trained"
 TRAIN_TIME = "time_this_iter_s"
 
 
-def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    points = [(row["training_iteration"], row[key]) for row in rows
-              if isinstance(row.get(key), int | float)]
+def _unzip(points: list[tuple[int, float]]) -> tuple[list[int], list[float]]:
     return [x for x, _ in points], [y for _, y in points]
+
+
+def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    return _unzip([(row["training_iteration"], row[key]) for row in rows
+                   if isinstance(row.get(key), int | float)])
 
 
 def steps_per_second(rows: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
@@ -33,9 +36,8 @@ def steps_per_second(rows: list[dict[str, Any]]) -> tuple[list[int], list[float]
         ...                   {"training_iteration": 2, STEPS: 2048, TRAIN_TIME: 0.5}])
         ([1, 2], [1024.0, 4096.0])
     """
-    points = [(row["training_iteration"], row[STEPS] / row[TRAIN_TIME]) for row in rows
-              if isinstance(row.get(STEPS), int | float) and row.get(TRAIN_TIME)]
-    return [x for x, _ in points], [y for _, y in points]
+    return _unzip([(row["training_iteration"], row[STEPS] / row[TRAIN_TIME]) for row in rows
+                   if isinstance(row.get(STEPS), int | float) and row.get(TRAIN_TIME)])
 
 
 #: A panel: its title, its y axis and what draws it on an ``Axes``.
@@ -57,9 +59,9 @@ def panels(rows: list[dict[str, Any]]) -> list[Panel]:
             for key in held_out:
                 axes.plot(*_series(rows, key), "--", label="held-out total_loss")
         found.append(("losses", "loss", draw_losses))
-    if _series(rows, RETURN)[1]:
+    iterations, means = _series(rows, RETURN)
+    if means:
         def draw_returns(axes: Any) -> None:
-            iterations, means = _series(rows, RETURN)
             axes.plot(iterations, means, marker="o", label="mean")
             _, stds = _series(rows, RETURN_STD)
             if len(stds) == len(means):
@@ -80,9 +82,10 @@ def panels(rows: list[dict[str, Any]]) -> list[Panel]:
                       label="logged (v_behavior)")
         found.append(("off-policy estimates (± std over episodes)", "discounted return",
                       draw_estimates))
-    if steps_per_second(rows)[1]:
+    rates = steps_per_second(rows)
+    if rates[1]:
         found.append(("throughput, per iteration", "env steps trained / s",
-                      lambda axes: axes.plot(*steps_per_second(rows))))
+                      lambda axes: axes.plot(*rates)))
     return found
 
 
