@@ -12,7 +12,7 @@ GPU_TORCH ?= torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126
 # A Python that already has CUDA torch and offline-rl's dependencies skips the install.
 GPU_PYTHON ?=
 
-.PHONY: demo test test-fast bench gpu-check clean
+.PHONY: demo test test-fast docs bench gpu-check clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: $(VENV)/.installed
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -m "not slow and not gpu"
 
+# The documentation site, into site/ (tests/test_docs.py builds it too and runs its code blocks).
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
 bench: $(DEMO_DATA)/dataset.json
 	$(BIN)/python benchmarks/bc_cartpole.py
 
@@ -51,4 +55,4 @@ else
 endif
 
 clean:
-	rm -rf $(VENV) data runs .pytest_cache
+	rm -rf $(VENV) data runs site .pytest_cache

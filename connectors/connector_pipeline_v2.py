@@ -15,7 +15,7 @@ class ConnectorPipelineV2(ConnectorV2):
 
     Pieces are found by class name (a string) or class (also matching subclasses).
 
-    Example:
+    Examples:
         >>> from connectors import (AddObservationsFromEpisodesToBatch, BatchIndividualItems,
         ...                         ConnectorPipelineV2)
         >>> pipeline = ConnectorPipelineV2(connectors=[BatchIndividualItems()])

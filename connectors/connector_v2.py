@@ -28,7 +28,7 @@ class ConnectorV2(ABC):
     computes its batch column by column, much faster than one episode object per row: declare
     ``needs_episodes = False`` on a piece that reads only the batch to keep that path.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> class ScaleRewards(ConnectorV2):
         ...     needs_episodes = False  # reads only the flat batch

@@ -4,7 +4,7 @@ into torch learners, with RLlib's offline API.
 Names are imported on first use, so that Ray Data workers, which unpickle configs and
 PreLearners, never import torch or the algorithm code they do not run.
 
-Example:
+Examples:
     >>> from offline_rl import BCConfig, Columns
     >>> Columns.OBS
     'obs'

@@ -1,6 +1,6 @@
 """``override``: RLlib's decorator marking a method that overrides its parent's.
 
-Example:
+Examples:
     >>> class Base:
     ...     def step(self): return 1
     >>> class Child(Base):

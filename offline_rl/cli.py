@@ -164,7 +164,7 @@ def _train(args: argparse.Namespace) -> int:
     summary = {
         "iterations": algo.iteration,
         "env_steps_trained": algo.num_env_steps_trained_lifetime,
-        "evaluation_return_mean": last_return,
+        "evaluation_return_mean": None if math.isnan(last_return) else last_return,
         "seconds": round(time.perf_counter() - started, 2),
         "checkpoint": checkpoint,
         "checkpoints": checkpoints.kept,

@@ -1,7 +1,7 @@
 """The ``offline-rl`` command line's argument types, parser and error messages: every failure
 ends with ``offline-rl: error: <what, where, how to fix>`` and exit status 2.
 
-Example:
+Examples:
     >>> positive = count(1)
     >>> positive("3")
     3
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     registered algorithms and the reference datasets without importing them, so that
     ``--help`` is quick.
 
-    Example:
+    Examples:
         >>> args = build_parser().parse_args(["datasets", "make", "Pendulum-v1", "mixed",
         ...                                   "--out", "data/pendulum-mixed"])
         >>> args.command, args.env, args.tier, args.episodes

@@ -7,7 +7,7 @@ Unpacking decodes msgpack-numpy's array, numpy-scalar and complex maps with our 
 builds arrays from raw bytes and refuses object arrays: msgpack-numpy would unpickle those,
 running whatever code the file carries.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> buffer = {"data": np.arange(3, dtype=np.float32), "lookback": 0, "finalized": True,
     ...           "space": None}

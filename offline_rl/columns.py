@@ -8,7 +8,7 @@ from types import MappingProxyType
 class Columns:
     """Names of the data columns, identical to RLlib's ``Columns`` so configs port unchanged.
 
-    Example:
+    Examples:
         >>> from offline_rl import Columns
         >>> Columns.NEXT_OBS
         'new_obs'

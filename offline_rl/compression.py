@@ -230,7 +230,7 @@ def pack_rllib(array: np.ndarray) -> str:
     that RLlib reads the column; the pickle holds nothing but the array, and ``unpack_rllib``
     reads it back without running code.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> text = pack_rllib(np.arange(3, dtype=np.float32))
         >>> text.startswith(RLLIB_PREFIX), unpack_rllib(text, where="example")
@@ -248,7 +248,7 @@ def pack_rllib(array: np.ndarray) -> str:
 def pack_array(array: np.ndarray) -> bytes:
     """Packs an array (bool, int, float, complex, bytes or str dtype) without pickle.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> data = pack_array(np.arange(6, dtype=np.float32).reshape(2, 3))
         >>> unpack_array(data, where="example")
@@ -300,7 +300,7 @@ def looks_compressed(column: pa.Array | pa.ChunkedArray) -> bool:
     """Whether a column holds compressed arrays (RLlib's text or ``pack_array``'s bytes), told
     by its type (binary or string) and its first value's prefix.
 
-    Example:
+    Examples:
         >>> import numpy as np, pyarrow as pa
         >>> looks_compressed(pa.array([pack_rllib(np.zeros(2))])), looks_compressed(pa.array(["1"]))
         (True, False)

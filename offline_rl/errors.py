@@ -6,7 +6,7 @@ it (``RayTaskError``, Ray Data's ``UserCodeException``); ``surface_errors`` unwr
 public entry points, so ``except DataFormatError:`` around ``algo.train()`` catches it, with our
 message and Ray's error chained as ``__cause__``.
 
-Example:
+Examples:
     >>> @surface_errors
     ... def train():
     ...     try:
@@ -97,7 +97,7 @@ class TrainingError(OfflineRLError, RuntimeError):
 class UnknownModuleError(ConfigError, KeyError):
     """A module id names none of the modules there are; the message names those.
 
-    Example:
+    Examples:
         >>> str(UnknownModuleError("no module 'x'; the modules are ['default_policy']"))
         "no module 'x'; the modules are ['default_policy']"
     """

@@ -3,7 +3,7 @@ must be a regular file, inside its folder when it belongs to one, and within a s
 checked before it is opened, so that a FIFO cannot hang the reader, a link to ``/dev/zero``
 cannot fill memory and a link out of a checkpoint folder is not followed.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from pathlib import Path
     >>> from offline_rl.errors import ConfigError

@@ -1,7 +1,7 @@
 """Filesystems of input and output paths: names (``"s3"``, ``"gcs"``, ``"abs"``) or pyarrow
 ``FileSystem`` instances, and paths with or without a scheme.
 
-Example:
+Examples:
     >>> resolve_filesystem(None) is None
     True
     >>> filesystem_path("s3://bucket/key", resolve_filesystem("s3", {"region": "us-east-1"}))

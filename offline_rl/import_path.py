@@ -7,7 +7,7 @@ it never imports a module outside offline-rl's own packages, so a file cannot ma
 run code. The user's module must already be imported (their word, not the file's), and the
 class must subclass what the field takes, so a file cannot name ``os:system`` either.
 
-Example:
+Examples:
     >>> import_object("collections:OrderedDict").__name__
     'OrderedDict'
     >>> import collections

@@ -5,7 +5,7 @@ its ``eps_id``, ``rewards`` and done columns, episodes Parquet decodes each ``it
 SampleBatch JSON lines are split by ``eps_id`` (fragments of one episode on several lines are
 summed into one episode).
 
-Example:
+Examples:
     >>> import tempfile
     >>> from offline_rl.episodes.episode import SingleAgentEpisode
     >>> from offline_rl.recording.writer import EpisodeWriter
@@ -60,7 +60,7 @@ def dataset_files(input_: str | Sequence[str], filesystem: pafs.FileSystem | Non
     (globs expanded) on ``filesystem``, as ``list_data_files`` lists them; broken symlinks are
     skipped with a warning naming them. Paths on different filesystems are a ``ConfigError``.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> folder = tempfile.mkdtemp()
         >>> for name in ("b.parquet", "a.json", "dataset.json", ".a.parquet.tmp"):
@@ -103,7 +103,7 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
     fields are ``None`` and ``returns`` is empty.
 
-    Example:
+    Examples:
         >>> summary = inspect_dataset("tests/fixtures/rllib_cartpole_sample_batch_json")
         >>> summary["format"], summary["episodes"], summary["incomplete_episodes"]
         ('sample_batch_json', 30, 0)
@@ -270,7 +270,7 @@ def json_lines(file: str, filesystem: pafs.FileSystem) -> Iterator[tuple[int, di
     """The SampleBatches of a legacy JSON-lines file with their line numbers (blank lines
     skipped); a line that is not a JSON object with ``rewards`` raises ``DataFormatError``.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> file = os.path.join(tempfile.mkdtemp(), "batches.json")
         >>> with open(file, "w") as out:
@@ -329,7 +329,7 @@ def plot_returns(returns: Sequence[float], path: str, title: str) -> None:
 
     Needs matplotlib (``pip install 'offline-rl[plot]'``).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = f"{tempfile.mkdtemp()}/returns.png"
         >>> plot_returns([10.0, 12.5, 30.0], path, "CartPole expert")

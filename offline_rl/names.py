@@ -1,7 +1,7 @@
 """RLlib's names for result keys and checkpoint components, so scripts written for RLlib read
 offline-rl's results and checkpoints unchanged.
 
-Example:
+Examples:
     >>> from offline_rl import EPISODE_RETURN_MEAN, ENV_RUNNER_RESULTS, EVALUATION_RESULTS
     >>> f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
     'evaluation/env_runners/episode_return_mean'

@@ -8,7 +8,7 @@ trial, actors Ray starts with default scheduling land in the placement group by 
 work that names its own scheduling (Ray Data's tasks and actors, the learners) is sent there by
 ``scheduling_options`` and ``keep_ray_data_in_placement_group``.
 
-Example:
+Examples:
     >>> usable_resources()["CPU"] >= 1, scheduling_options()   # the driver: the whole cluster
     (True, {})
 """
@@ -48,7 +48,7 @@ def check_fits(what: str, needed: dict[str, float], fix: str) -> None:
     """Raises ``ResourceError`` when ``needed`` exceeds ``usable_resources()``: Ray would
     otherwise wait forever for actors it can never place.
 
-    Example:
+    Examples:
         >>> check_fits("9 env runners", {"CPU": 9}, "lower num_env_runners")
         Traceback (most recent call last):
         ...

@@ -3,7 +3,7 @@ have a scripted expert and the quality tiers of its behaviour policies (``offlin
 holds the experts). Declared here, importing nothing, so that ``offline-rl --help`` lists them
 without loading gymnasium.
 
-Example:
+Examples:
     >>> from offline_rl.datasets import EXPERTS
     >>> list(EXPERTS) == list(EXPERT_ENVS), TIERS[-1]
     (True, 'mixed')

@@ -8,7 +8,7 @@ become gigabytes), bounds must have the space's shape, and ``Tuple``/``Dict`` ne
 ``MAX_DEPTH`` deep.
 A ``MultiDiscrete`` with a nonzero ``start`` also gets a ``start`` array (RLlib drops it).
 
-Example:
+Examples:
     >>> import gymnasium as gym
     >>> d = space_to_dict(gym.spaces.Discrete(3))
     >>> d

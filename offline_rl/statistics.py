@@ -13,7 +13,7 @@ def episode_statistics(returns: Sequence[float], lengths: Sequence[int]
     and ``episode_len_mean`` of episodes with these ``returns`` and ``lengths`` (one of each per
     episode). With no episodes the counts are 0 and the other values ``None``.
 
-    Example:
+    Examples:
         >>> statistics = episode_statistics([10.0, 20.0], [10, 30])
         >>> statistics["num_env_steps"], statistics["episode_return_std"]
         (40, 5.0)

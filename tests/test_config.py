@@ -115,7 +115,7 @@ def test_validation_names_the_field(change, field):
     (lambda c: c.offline_data(input_={"data/a": 0.7, "data/b": -0.3}),
      r"input_: source 'data/b': the weight must be a finite number above 0, got -0.3"),
     (lambda c: c.offline_data(input_read_schema="obs"),
-     r"input_read_schema: must map column names in the data to offline-rl's"),
+     r"input_read_schema: must map offline-rl's column names to the data's"),
     (lambda c: c.offline_data(input_read_method_kwargs={"colums": ["obs"]}),
      r"input_read_method_kwargs: ray.data.read_parquet takes no \['colums'\]; it takes "
      r"\[.*'columns'"),

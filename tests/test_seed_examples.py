@@ -160,10 +160,9 @@ def bc_config(input_path: str, *, concurrency: int, num_cpus: float) -> BCConfig
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_bc_on_saved_experiences_through_tune_with_a_grid_search(data_path, tmp_path):
-    """Example 3, "training on previously saved experiences", plus a grid search on ``lr``:
-    both trials share the cluster (each reserves all it starts, so they run one after the
-    other here) and the best one's checkpoint rebuilds the algorithm."""
+def test_bc_on_saved_experiences_through_tune(data_path, tmp_path):
+    """Example 3, "training on previously saved experiences": the trial reaches 450 and its
+    checkpoint rebuilds the algorithm (a grid search is in test_tune.py)."""
     run_config = tune.RunConfig(
         name="docs_rllib_offline_bc",
         stop={METRIC: 450.0, "training_iteration": MAX_ITERATIONS},
@@ -177,20 +176,19 @@ def test_bc_on_saved_experiences_through_tune_with_a_grid_search(data_path, tmp_
         tune.Tuner("BC", param_space=exact, run_config=run_config).fit()
 
     # Sized to 2 CPUs: half a CPU for the trial's process and for its one PreLearner, one for
-    # the read task, and the evaluation runner shares them.
+    # the read task, and the evaluation runner shares them. lr=3e-3: at BC's default (1e-4,
+    # the example's) the small data needs more than MAX_ITERATIONS updates to reach 450.
     config = (bc_config(data_path, concurrency=1, num_cpus=0.5)
               .resources(num_cpus_for_main_process=0.5)
               .env_runners(num_cpus_per_env_runner=0)
-              .training(lr=tune.grid_search([0.003, 0.01]))
+              .training(lr=3e-3)
               .debugging(seed=0))
-    analysis = tune.Tuner("BC", param_space=config, run_config=run_config).fit()
+    (result,) = tune.Tuner("BC", param_space=config, run_config=run_config).fit()
 
-    assert [result.error for result in analysis] == [None, None]
-    assert sorted(result.config["training"]["lr"] for result in analysis) == [0.003, 0.01]
-    best = analysis.get_best_result(metric=METRIC, mode="max")
-    assert best.metrics[EVALUATION_RESULTS][ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN] >= 450
-    with Algorithm.from_checkpoint(best.checkpoint.path) as algo:
-        assert algo.iteration == best.metrics["training_iteration"]
+    assert result.error is None
+    assert result.metrics[EVALUATION_RESULTS][ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN] >= 450
+    with Algorithm.from_checkpoint(result.checkpoint.path) as algo:
+        assert algo.iteration == result.metrics["training_iteration"]
         assert algo.evaluate()[ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN] > 100
 
 

@@ -1,5 +1,6 @@
 """Ray Tune registration in fresh processes: either import order works, and offline-rl works
-without Ray Tune's extra dependencies (the Tune runs themselves are in test_seed_examples.py)."""
+without Ray Tune's extra dependencies (the Tune runs are in test_seed_examples.py, and a grid
+search in docs/guide/tune.md, whose code tests/test_docs.py runs)."""
 
 from __future__ import annotations
 

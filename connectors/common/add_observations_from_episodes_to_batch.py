@@ -15,7 +15,7 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     rows per episode); otherwise it adds each episode's latest observation (one row per episode,
     for acting).
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0],
         ...                         len_lookback_buffer=0)

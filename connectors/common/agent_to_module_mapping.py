@@ -13,7 +13,7 @@ class AgentToModuleMapping(ConnectorV2):
     multi-agent training is not supported yet). With any other module (offline-rl's learners
     take flat columns) and on a batch already keyed by module the batch is left as it is.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from offline_rl.models.multi_rl_module import MultiRLModule
         >>> out = AgentToModuleMapping()(rl_module=MultiRLModule({"default_policy": None}),

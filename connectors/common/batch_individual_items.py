@@ -20,7 +20,7 @@ class BatchIndividualItems(ConnectorV2):
     offline-rl trains; ``multi_agent=True`` is refused). With any other module the batch
     stays flat: offline-rl's learners take flat columns.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> batch = {"obs": [np.zeros((2, 4)), np.ones((3, 4))], "rewards": np.ones(5)}
         >>> out = BatchIndividualItems()(rl_module=None, batch=batch, episodes=[])

@@ -20,7 +20,7 @@ class NumpyToTensor(ConnectorV2):
     module id (``{module_id: columns}``) has each module's columns converted, so RLlib's
     ``as_learner_connector`` (learner batches are keyed so) needs no different handling.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> out = NumpyToTensor()(rl_module=None, batch={"obs": np.zeros((2, 4))}, episodes=[])
         >>> out["obs"].shape

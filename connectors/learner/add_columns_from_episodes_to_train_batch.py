@@ -17,7 +17,7 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
     not added: they are arbitrary Python objects and train batches cross processes as numeric
     arrays only.
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 0.5],
         ...                         terminated=True, len_lookback_buffer=0)

@@ -10,7 +10,7 @@ class AddNextObservationsFromEpisodesToTrainBatch(ConnectorV2):
     """Adds, for each timestep, the observation that followed the action (``new_obs``), unless the
     batch already has that column.
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> ep = SingleAgentEpisode(observations=[0, 1, 2], actions=[0, 1], rewards=[1.0, 1.0],
         ...                         len_lookback_buffer=0)

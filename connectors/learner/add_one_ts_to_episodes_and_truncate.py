@@ -21,7 +21,7 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
     elongated episodes and keep these columns. It changes the episodes it is given; the
     PreLearners give it fresh ones (rows mapped to episodes, or the buffer's samples).
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> from connectors import ConnectorPipelineV2, default_learner_pipeline
         >>> episode = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[0, 1],
@@ -65,7 +65,7 @@ class AddOneTsToEpisodesAndTruncate(ConnectorV2):
         """The same on the default pieces' columns of one-step episodes: each row followed by
         its artificial step.
 
-        Example:
+        Examples:
             >>> columns = {"obs": np.array([0.0, 5.0]), "new_obs": np.array([1.0, 6.0]),
             ...            "actions": np.array([1, 0]), "rewards": np.array([2.0, 3.0]),
             ...            "terminateds": np.array([True, False]),

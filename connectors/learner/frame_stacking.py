@@ -16,7 +16,7 @@ class FrameStackingLearner(ConnectorV2):
     an episode's start, its first observation stands in. Place it before the default pieces,
     which then keep its columns. The module's observation space is the stacked one.
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> episode = SingleAgentEpisode(observations=[[0.0], [1.0], [2.0]], actions=[0, 1],
         ...                              rewards=[0.0, 1.0], len_lookback_buffer=0)

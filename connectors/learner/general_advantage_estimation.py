@@ -59,7 +59,7 @@ class GeneralAdvantageEstimation(ConnectorV2):
     (``needs_module``): PreLearners keep a copy refreshed from the learners, so the data
     pipeline cannot be materialized after mapping (``materialize_mapped_data=False``).
 
-    Example:
+    Examples:
         >>> import torch
         >>> class ValueOfObs(torch.nn.Module):
         ...     def compute_values(self, batch):

@@ -9,7 +9,7 @@ class LearnerConnectorPipeline(ConnectorPipelineV2):
     """A ``ConnectorPipelineV2`` of learner pieces (RLlib's class of that name), with the same
     ``append``/``insert_before``/... methods.
 
-    Example:
+    Examples:
         >>> from connectors import BatchIndividualItems, FrameStackingLearner
         >>> pipeline = LearnerConnectorPipeline(connectors=[FrameStackingLearner(num_frames=4)])
         >>> _ = pipeline.append(BatchIndividualItems(multi_agent=False))

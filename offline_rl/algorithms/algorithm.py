@@ -69,7 +69,7 @@ class Algorithm:
     learner (``None``: one epoch of each learner's data) and returns RLlib-shaped results;
     every ``evaluation_interval`` iterations it also evaluates the greedy policy in the env.
 
-    Example:
+    Examples:
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().environment("CartPole-v1")
         ...           .training(train_batch_size_per_learner=256)

@@ -44,7 +44,7 @@ class AlgorithmConfig(FlatAccess):
     ``checkpointing``, ``rl_module``, ``debugging``, ...). ``validate()`` runs every section's
     checks and those spanning sections.
 
-    Example:
+    Examples:
         >>> from offline_rl import BCConfig
         >>> config = (
         ...     BCConfig()
@@ -224,7 +224,7 @@ class AlgorithmConfig(FlatAccess):
         ...) for the default module, or a full ``RLModuleSpec``. The keys given replace
         those set before; the others, such as an algorithm's defaults, stay.
 
-        Example:
+        Examples:
             >>> from offline_rl import TD3BCConfig
             >>> TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [64]}).model_config
             {'fcnet_hiddens': [64], 'fcnet_activation': 'relu', 'bound_mean': True}

@@ -29,7 +29,7 @@ class PeriodicCheckpoints:
     ``save_to_path`` writes to a staging folder and renames it into place, so a run killed
     mid-write leaves the previous checkpoints intact.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().environment("CartPole-v1")

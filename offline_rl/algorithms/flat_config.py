@@ -7,7 +7,7 @@ one warning naming them. Old keys with no equivalent are refused with the reason
 fail as before. A custom ``input`` (a creator, or a name ``register_input`` registered) and
 ``output`` (a creator) are kept, and their ``input_config``/``output_config`` too.
 
-Example:
+Examples:
     >>> import warnings
     >>> from offline_rl import BCConfig
     >>> with warnings.catch_warnings(record=True) as caught:

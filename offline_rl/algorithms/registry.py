@@ -1,7 +1,7 @@
 """The open registry of algorithms: the names YAML configs and checkpoints use (``algorithm:
 BC``), each bound to its config class, imported only when first asked for.
 
-Example:
+Examples:
     >>> from offline_rl import AlgorithmConfig
     >>> class MyBCConfig(AlgorithmConfig):
     ...     algo_name = "MyBC"

@@ -22,7 +22,7 @@ class TDHyperparameters(Hyperparameters):
     ``n_step`` steps later) with an ``n_step`` column of the steps taken; that needs inputs of
     whole episodes (``AlgorithmConfig.problems`` checks it).
 
-    Example:
+    Examples:
         >>> TDHyperparameters(gamma=1.5).problems()
         [('gamma', 'must be a finite number in [0, 1], got 1.5')]
     """

@@ -13,7 +13,7 @@ def td_target(batch: dict[str, torch.Tensor], next_value: torch.Tensor,
     """``r + gamma ** n * (1 - terminated) * next_value``, where ``n`` is the batch's
     ``n_step`` column (1 without one).
 
-    Example:
+    Examples:
         >>> batch = {"rewards": torch.tensor([1.0, 1.0]), "terminateds": torch.tensor([0, 1]),
         ...          "n_step": torch.tensor([2, 1])}
         >>> td_target(batch, torch.tensor([10.0, 10.0]), gamma=0.5)

@@ -15,7 +15,7 @@ all of its resources are free. Tune's checkpoints are the algorithm's own
 evaluation in every result, so that a stop criterion on
 ``evaluation/env_runners/episode_return_mean`` is seen in every iteration.
 
-Example:
+Examples:
     >>> from ray import tune
     >>> from offline_rl import BCConfig
     >>> trainable = tune.registry.get_trainable_cls("BC")

@@ -43,7 +43,7 @@ def check_per_row(loss: str, rows: int, **tensors: torch.Tensor) -> None:
     ``(rows,)``): a loss calls it on the per-row terms it combines, so that one of another
     shape is never broadcast (``(rows, 1) * (rows,)`` is ``(rows, rows)``).
 
-    Example:
+    Examples:
         >>> try:
         ...     check_per_row("policy_loss", 2, logp=torch.zeros(2), weights=torch.ones(2, 1))
         ... except TrainingError as error:
@@ -64,8 +64,8 @@ def resolve_device(num_gpus_per_learner: float) -> torch.device:
     if not torch.cuda.is_available():
         raise ResourceError(
             f"num_gpus_per_learner={num_gpus_per_learner} but torch sees no CUDA device "
-            f"(torch {torch.__version__}). Install a CUDA build of torch (see README, 'GPU "
-            "learners') or set config.learners(num_gpus_per_learner=0)."
+            f"(torch {torch.__version__}). Install a CUDA build of torch (docs/guide/gpus.md: "
+            "'Installing a CUDA build of torch') or set config.learners(num_gpus_per_learner=0)."
         )
     return torch.device("cuda", torch.cuda.current_device())
 
@@ -93,7 +93,7 @@ class Learner:
     networks in ``after_gradient_based_update``. Batches arrive as flat dicts of numpy columns;
     ``NumpyToTensor`` moves them onto the learner's device.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> config = BCConfig().rl_module(model_config={"fcnet_hiddens": [8]})

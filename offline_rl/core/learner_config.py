@@ -23,7 +23,7 @@ class LearnerConfig(FlatAccess):
     """Optimizer, placement and iteration settings of the learners, and the loss's
     hyperparameters (see ``AlgorithmConfig.training`` and ``.learners``).
 
-    Example:
+    Examples:
         >>> from offline_rl.models.rl_module_spec import RLModuleSpec
         >>> config = LearnerConfig(learner_class=object, module_spec=RLModuleSpec(),
         ...                        training=TrainingConfig(lr=3e-4))

@@ -44,7 +44,7 @@ class LearnerGroup:
     gradients with ``torch.distributed``. ``train()`` returns one figures dict per learner. A
     learner that dies raises ``LearnerDiedError`` naming it.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))

@@ -35,7 +35,7 @@ class LearnerWorker:
     shard and joined to a ``torch.distributed`` process group so all learners take the same
     averaged step.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))

@@ -13,7 +13,7 @@ import torch
 def random_states() -> dict[str, Any]:
     """The generators' states as lists and numbers (``set_random_states`` restores them).
 
-    Example:
+    Examples:
         >>> states = random_states()
         >>> first = torch.rand(1).item(), np.random.rand(), random.random()
         >>> set_random_states(states)

@@ -17,7 +17,7 @@ from offline_rl.settings.learning_rates import LearningRate, is_schedule
 def learning_rate_at(value: LearningRate, timestep: int) -> float:
     """The learning rate at ``timestep`` (linear between a schedule's points).
 
-    Example:
+    Examples:
         >>> learning_rate_at([[0, 1e-3], [1000, 0.0]], 250)
         0.00075
         >>> learning_rate_at([[0, 1e-3], [1000, 0.0]], 5000), learning_rate_at(3e-4, 5000)
@@ -34,7 +34,7 @@ def cosine_schedule(lr: float, timesteps: int, points: int = 50) -> list[list[fl
     schedule of ``points`` segments (the IQL paper's policy schedule, in RLlib's format). For
     ``U`` updates of ``B`` rows on ``N`` learners, ``timesteps`` is ``U * B * N``.
 
-    Example:
+    Examples:
         >>> schedule = cosine_schedule(3e-4, 1000, points=4)
         >>> [[step, round(rate, 8)] for step, rate in schedule]
         [[0, 0.0003], [250, 0.00025607], [500, 0.00015], [750, 4.393e-05], [1000, 0.0]]

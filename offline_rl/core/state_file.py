@@ -19,7 +19,7 @@ def load_state_file(path: str | Path, map_location: str | torch.device = "cpu") 
     (code a crafted file would run when unpickled), or damaged (truncated, not a torch file, of
     another layout), is a ``CheckpointError`` naming it; nothing in it is executed.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> path = tempfile.mkdtemp() + "/state.pt"
         >>> torch.save({"module": {"w": torch.ones(2)}}, path)

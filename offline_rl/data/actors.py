@@ -1,7 +1,7 @@
 """Stopping Ray actors for good, and waiting until the resources they held are free again, so
 that the next algorithm in the same Ray session finds them when a ``stop()`` returns.
 
-Example:
+Examples:
     >>> import ray
 
 from offline_rl.placement import available_cpus, usable_resources

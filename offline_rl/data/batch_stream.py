@@ -35,7 +35,7 @@ class StreamPosition:
     of it it had fetched remain). A stream started at a position serves exactly the rows after
     it, provided the epochs come in the same order (a seeded pipeline's: ``preserve_order``).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> epochs = lambda data, epoch: [{"x": data[:6]}, {"x": data[6:]}]
         >>> stream = BatchStream(lambda: np.arange(10), epochs).start()
@@ -79,7 +79,7 @@ class BatchStream:
     slices them into train batches, straddling fetched batches and epoch boundaries, so every
     row of every epoch is used once. Errors in the thread are raised by ``next_batch``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> stream = BatchStream(lambda: np.arange(10),
         ...                      lambda data, epoch: [{"x": data[:6]}, {"x": data[6:]}]).start()
@@ -248,7 +248,7 @@ class EpochBatches:
     changes or the pass ends, and the next epoch goes on with the same pass. ``source`` may
     then also be a function of the first epoch a new pass is to start at.
 
-    Example:
+    Examples:
         >>> import numpy as np, ray.data
         >>> tagged = ray.data.from_items([{"x": x, EPOCH_COLUMN: x // 3} for x in range(6)])
         >>> epochs = EpochBatches(batch_size=2, repeated=True)

@@ -4,7 +4,7 @@ RLlib's custom PreLearners return ``{"batch": MultiAgentBatch({module_id: Sample
 often of torch tensors (``NumpyToTensor``); offline-rl's return flat numpy columns. Both reach
 the learners as flat numpy columns: Ray Data carries nothing else across processes.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from offline_rl.episodes.sample_batch import MultiAgentBatch
     >>> output = {"batch": MultiAgentBatch({"default_policy": {"rewards": np.ones(2)}}, 2)}
@@ -70,7 +70,7 @@ class CallOutputMapper:
 def mapper_for(prelearner_class: type) -> type[CallOutputMapper]:
     """A ``CallOutputMapper`` of ``prelearner_class``, named as it.
 
-    Example:
+    Examples:
         >>> class Upper:
         ...     def __init__(self, **kwargs): pass
         ...     def __call__(self, batch): return {"text": np.char.upper(batch["text"])}

@@ -12,7 +12,7 @@ Each batch becomes one row of the legacy SampleBatch format (each column a list 
 PreLearners decode, check and sample it as they do SampleBatch JSON
 (``input_read_sample_batches``), and their errors name the reader.
 
-Example:
+Examples:
     >>> rows = batch_row({"obs": np.zeros((2, 1)), "actions": np.array([0, 1])}, "reader 0")
     >>> rows["obs"], rows["actions"], rows["path"]
     ([[0.0], [0.0]], [0, 1], 'reader 0')

@@ -34,7 +34,7 @@ from offline_rl.settings.training import TrainingConfig
 class DataConfig(FlatAccess):
     """The data layer's settings (see ``AlgorithmConfig.offline_data`` for each option).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> config = DataConfig(OfflineDataConfig(input_="data/cartpole-expert"),
         ...                     TrainingConfig(train_batch_size_per_learner=256))

@@ -27,7 +27,7 @@ class DataLedger:
     A PreLearner adds its counts before it returns the batch they concern, so the answer is
     on its way before that batch reaches a learner.
 
-    Example:
+    Examples:
         >>> ledger = DataLedger.remote()
         >>> ray.get(ledger.claim.remote(["a", "b"], ["x.parquet"] * 2))
         [False, False]
@@ -108,7 +108,7 @@ class LedgerClient:
     handle): counts, episodes seen open or ended, and episode ids claimed. With no ledger
     (``None``: a PreLearner run in this process) nothing is reported and nothing is claimed.
 
-    Example:
+    Examples:
         >>> client = LedgerClient(None)
         >>> client.count({"nonfinite_rows": 2})
         >>> client.claim(["a", "b"], ["x.parquet"] * 2)

@@ -30,7 +30,7 @@ def decode_episodes(table: pa.Table, config: DataConfig,
     (column ``item``, ``input_read_episodes``), or those ``map_sample_batch(row, where)`` makes
     of each legacy SampleBatch row.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from offline_rl import BCConfig
         >>> from offline_rl.codec import pack_episode_state
@@ -74,7 +74,7 @@ class EpisodeAdmission:
     are kept, and noted with the ends of continued ones, so that the ledger counts the
     episodes that never end.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> spaces = (gym.spaces.Box(-1, 1, (1,), np.float32), gym.spaces.Discrete(2))

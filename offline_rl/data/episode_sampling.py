@@ -24,7 +24,7 @@ class EpisodeSampler:
     stage, the sampled timesteps become train columns directly (``Transitions``), else the
     buffer's ``sample`` gives the episodes the episode stage maps.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from connectors import default_learner_pipeline
         >>> from offline_rl import BCConfig

@@ -6,7 +6,7 @@ Names are looked up only among those this process registered: nothing named in a
 file is ever imported. A registered name is resolved to its creator in the driver, and the
 creator (pickled with cloudpickle) travels to the read tasks.
 
-Example:
+Examples:
     >>> from offline_rl.data.io_context import IOContext
     >>> class Counting(InputReader):
     ...     def __init__(self, ioctx):

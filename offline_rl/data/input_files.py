@@ -105,7 +105,7 @@ def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
     the pattern spells that character, nor the card ``dataset.json``. A glob matching nothing
     is an error.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> folder = tempfile.mkdtemp()
         >>> for name in ("b.parquet", "a.parquet", "_SUCCESS", "_b.parquet", "dataset.json"):
@@ -173,7 +173,7 @@ def locate(path: str, filesystem: pafs.FileSystem | None = None
     when given (a scheme is dropped), else the one a URI's scheme names, else the local disk
     (the path made absolute).
 
-    Example:
+    Examples:
         >>> fs, located = locate("s3://bucket/data", pafs.LocalFileSystem())
         >>> type(fs).__name__, located
         ('LocalFileSystem', 'bucket/data')
@@ -194,7 +194,7 @@ def list_data_files(input_: str | os.PathLike | Sequence[str | os.PathLike],
     A missing path raises ``DataNotFoundError``, as does one the filesystem cannot read; a
     folder that cannot be listed is skipped and named.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> folder = tempfile.mkdtemp()
         >>> os.mkdir(os.path.join(folder, ".offline-rl"))

@@ -80,7 +80,7 @@ class RowLocator:
     in the Parquet input by their ``eps_id`` and ``t`` (without those columns: by their
     observations, actions and rewards). Ray Data's batches carry neither file nor row.
 
-    Example:
+    Examples:
         >>> import pyarrow as pa
         >>> from offline_rl.columns import SCHEMA
         >>> from offline_rl.data.data_config import DataConfig

@@ -97,7 +97,7 @@ def shared_columns(footers: dict[str, pa.Schema]) -> list[str] | None:
     all hold the same ones), with a warning naming the columns left out and a file without
     them; ``DataFormatError`` naming two files when a column's type differs.
 
-    Example:
+    Examples:
         >>> a = pa.schema([("obs", pa.float32()), ("action_logp", pa.float32())])
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
@@ -378,6 +378,21 @@ def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
     if isinstance(options.input_read_method, str):  # Ray Data retries a crashed read forever
         kwargs["ray_remote_args"] = {"max_retries": READ_MAX_RETRIES,
                                      **kwargs.get("ray_remote_args", {})}
-    paths = [filesystem_path(path, filesystem)
-             for path in input_paths(options.input_, filesystem)]
+    paths = [read_path(path, filesystem) for path in input_paths(options.input_, filesystem)]
     return lambda: read(paths, **kwargs)
+
+
+def read_path(path: str, filesystem: pafs.FileSystem | None) -> str:
+    """A path of ``input_`` as the read tasks get it: local paths made absolute against the
+    driver's working folder (Ray's workers have folders of their own), the scheme dropped when
+    ``filesystem`` is given.
+
+    Examples:
+        >>> read_path("data/x.parquet", None) == os.path.join(os.getcwd(), "data/x.parquet")
+        True
+        >>> read_path("s3://bucket/x.parquet", None)
+        's3://bucket/x.parquet'
+    """
+    if filesystem is None and not is_uri(path):
+        return os.path.abspath(path)
+    return filesystem_path(path, filesystem)

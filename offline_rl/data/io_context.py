@@ -6,7 +6,7 @@ Each read task of a custom input (``offline_rl.data.custom_input``) builds its r
 so a reader or writer finds its own index and the ``input_config`` / ``output_config`` the
 config gave.
 
-Example:
+Examples:
     >>> ioctx = IOContext(config={"input_config": {"seed": 3}}, worker_index=1)
     >>> ioctx.input_config, ioctx.output_config, ioctx.worker_index
     ({'seed': 3}, {}, 1)

@@ -8,7 +8,7 @@ in order, again and again, as RLlib's reader does. Each line is decoded without 
 check SampleBatch rows; errors name the file and line. Training reads the same files through
 ``offline_data(input_=..., input_read_method="read_json", input_read_sample_batches=True)``.
 
-Example:
+Examples:
     >>> reader = JsonReader("tests/fixtures/rllib_cartpole_sample_batch_json", seed=0)
     >>> batch = reader.next()
     >>> batch["obs"].shape[1:], batch.count == len(batch["actions"]), type(batch["infos"][0])

@@ -23,7 +23,7 @@ class LearnerStages:
     ``on_single_steps``, it can run column by column (``columnar``): ``from_columns`` takes
     train columns computed in its place, as from single-step episodes.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from connectors import default_learner_pipeline
         >>> from offline_rl import SingleAgentEpisode

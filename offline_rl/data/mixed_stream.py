@@ -29,7 +29,7 @@ def mix_counts(weights: Sequence[float], taken: Sequence[int], num_rows: int) ->
     so far: largest remainder of what each owes at the end of the batch, so that each total
     stays within one row of its weight times all rows given.
 
-    Example:
+    Examples:
         >>> taken = [0, 0]
         >>> for _ in range(4):
         ...     counts = mix_counts([0.8, 0.2], taken, 7)
@@ -54,7 +54,7 @@ class MixedStream:
     """Composes batches from ``streams`` (one per source, named ``names``) at ``weights``
     (which sum to 1), as ``BatchStream.next_batch`` would for one source.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> big = BatchStream(lambda: np.arange(100), lambda data, epoch: [{"x": data}]).start()
         >>> small = BatchStream(lambda: -np.arange(1, 4), lambda data, epoch: [{"x": data}]).start()

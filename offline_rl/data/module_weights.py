@@ -26,7 +26,7 @@ WEIGHTS_VERSION = "module_weights_version"
 class ModuleWeights:
     """The latest published weights and their version; ``latest`` waits for the first ones.
 
-    Example:
+    Examples:
         >>> board = ModuleWeights.remote()
         >>> ray.get(board.publish.remote([ray.put({"w": np.zeros(2)})], 7))
         >>> version, [weights] = ray.get(board.latest.remote(-1))
@@ -65,7 +65,7 @@ class SyncedModule:
     """A CPU copy of the learners' module, refreshed from ``ModuleWeights`` every ``period``
     calls of ``get()``.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> from offline_rl import RLModuleSpec
         >>> spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (2,)),

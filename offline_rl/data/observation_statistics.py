@@ -51,7 +51,7 @@ def combine_moments(count: np.ndarray, mean: np.ndarray, m2: np.ndarray
     """Chan et al.'s pairwise combination of per-batch moments (rows of ``mean`` and ``m2``),
     exact up to float64 rounding.
 
-    Example:
+    Examples:
         >>> x = np.array([[1.0], [2.0], [4.0], [7.0]])
         >>> parts = [x[:1], x[1:]]
         >>> stats = combine_moments(np.array([len(p) for p in parts]),

@@ -65,7 +65,7 @@ class OfflineData:
     its own files) and ``sample`` (RLlib's signature: ``num_samples``, ``return_iterator``,
     ``num_shards``); Ray is running by the time a subclass is built.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().training(train_batch_size_per_learner=256)

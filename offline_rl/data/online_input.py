@@ -16,7 +16,7 @@ def offline_part(section: OfflineDataConfig) -> tuple[OfflineDataConfig, float]:
     (which leaves the sampler's share out of its mix). Any other ``input_`` comes back as it
     is, with share 0.
 
-    Example:
+    Examples:
         >>> section, share = offline_part(OfflineDataConfig(input_={"a": 3, "sampler": 1}))
         >>> section.input_, share
         ('a', 0.25)

@@ -10,7 +10,7 @@ batches hold exactly ``round(n w B)`` online rows, and each batch ``round(w B)``
 one), the rest from the offline stream. Online rows go through the same learner connector
 pipeline as offline ones (``LearnerStages`` and ``EpisodeSampler``, as in the PreLearners).
 
-Example:
+Examples:
     >>> import gymnasium as gym, numpy as np
     >>> from offline_rl import BCConfig, SingleAgentEpisode
     >>> spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))

@@ -31,7 +31,7 @@ def pipeline_figures(summary: DatasetStatsSummary, prelearner_name: str) -> dict
     ``prelearner_s`` is the ``udf_s`` of the operators that run ``prelearner_name``'s
     ``map_batches`` (with what Ray Data fused into them, as their names say).
 
-    Example:
+    Examples:
         >>> class Double:
         ...     def __call__(self, batch):
         ...         return {"x": batch["id"] * 2}

@@ -57,7 +57,7 @@ class OfflinePreLearner:
     checks the values of both, ``sampler`` (an ``EpisodeSampler``) holds the episode buffer,
     and ``stages`` (``LearnerStages``) runs the learner connector pipeline.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np, pyarrow as pa
         >>> from offline_rl import BCConfig
         >>> config = BCConfig().environment("CartPole-v1")

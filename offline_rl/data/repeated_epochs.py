@@ -43,7 +43,7 @@ class EpochsPreLearner:
     in a new order every time, both drawn from ``plan_seed``, so every actor agrees on them and
     a seeded run repeats them. Each output row is tagged with its epoch (``EPOCH_COLUMN``).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np, pyarrow as pa, ray
         >>> from offline_rl import BCConfig
         >>> from offline_rl.data.prelearner import OfflinePreLearner

@@ -26,7 +26,7 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     ``compute=ActorPoolStrategy(...)``. A request that cannot fit raises instead of stalling
     forever, as an actor pool waiting for CPUs that never free up would.
 
-    Example:
+    Examples:
         >>> prelearner_pool_kwargs({}, {"CPU": 2}, 0)["compute"].max_size
         1
         >>> prelearner_pool_kwargs({"num_gpus": 1}, {"CPU": 2}, 0)
@@ -86,7 +86,7 @@ def learner_cpus(requested: float | str, num_learners: int, num_gpus_per_learner
     CPU fits beside the smallest PreLearner pool and a read task, else 0 (the learners then
     share CPUs with the data pipeline instead of starving it).
 
-    Example:
+    Examples:
         >>> learner_cpus("auto", 2, 0, {}, {"CPU": 2}), learner_cpus("auto", 2, 0, {}, {"CPU": 8})
         (0.0, 1.0)
     """

@@ -32,7 +32,7 @@ class RowReader:
     file and row (``locator``), other errors by ``source``. The episode ends read are noted
     into ``ledger``, so that it counts the episodes that never end.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.columns import SCHEMA
         >>> config = DataConfig()

@@ -38,7 +38,7 @@ class ValuePolicy:
     values of the wrong type or shape always raise. Messages name ``where`` the values were
     read and ``place(row)`` the row.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> from offline_rl.errors import DataFormatError

@@ -167,7 +167,7 @@ class EpsilonGreedy(BehaviourPolicy):
     of that ``1 - epsilon`` goes to ``flaw.replacement`` instead. ``action_dist_inputs`` are the
     log-probabilities of all actions (``-inf`` for those it never takes).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> policy = EpsilonGreedy(cartpole_expert, num_actions=2, epsilon=0.1, seed=0)
         >>> action, logp, dist_inputs = policy(np.array([0.0, 0.0, 0.1, 0.0]))
@@ -214,7 +214,7 @@ class GaussianNoise(BehaviourPolicy):
     ``action_logp`` is the Gaussian log-density of the sample *before* clipping (so it is exact
     for the unclipped actions); ``action_dist_inputs`` are ``[mean, log_std]`` as float32.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> policy = GaussianNoise(pendulum_expert, std=0.1, low=-2.0, high=2.0, seed=0)
         >>> action, logp, dist_inputs = policy(np.array([0.995, 0.1, 0.0]))
@@ -247,7 +247,7 @@ class PerEpisodeMixture(BehaviourPolicy):
     """Acts with one of ``policies`` per episode, chosen uniformly at ``start_episode()``; its
     name is ``current``. ``action_logp`` is that policy's, i.e. given the episode's choice.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> policy = behaviour_policy("CartPole-v1", "mixed", seed=0)
         >>> policy.start_episode()

@@ -47,7 +47,7 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     refused with an ``OutputError`` naming them, unless ``overwrite=True``; then the earlier
     dataset's files (those its manifest lists) are replaced and every other file is kept.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> card = make_dataset("CartPole-v1", tempfile.mkdtemp() + "/d", tier="random",
         ...                     episodes=3, progress=False)

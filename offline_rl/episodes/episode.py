@@ -27,7 +27,7 @@ class SingleAgentEpisode:
     Columns may also be given as ready buffers, which are used as they are. The constructor does
     not check lengths; ``validate()`` does.
 
-    Example:
+    Examples:
         >>> episode = SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[1, 0, 1],
         ...                              rewards=[1.0, 1.0, 0.5], terminated=True,
         ...                              len_lookback_buffer=0)

@@ -1,7 +1,7 @@
 """An episode's state (RLlib's ``SingleAgentEpisode.get_state()`` layout): written from an
 episode, and read safely (every field checked, buffers and spaces rebuilt, nothing executed).
 
-Example:
+Examples:
     >>> fields = read_episode_state({"is_terminated": True})
     Traceback (most recent call last):
     ...

@@ -22,7 +22,7 @@ class InfiniteLookbackBuffer:
     (``-1`` is the item just before index 0). Out-of-range positions raise ``IndexError`` unless
     a ``fill`` value is given; ranges (slices) are silently clipped without one.
 
-    Example:
+    Examples:
         >>> buffer = InfiniteLookbackBuffer([10, 11, 12, 13, 14], lookback=2)
         >>> len(buffer), buffer.get(), buffer.get(-1), buffer.get(-1, neg_index_as_lookback=True)
         (3, [12, 13, 14], 14, 11)

@@ -23,7 +23,7 @@ class EpisodeBuffer(Protocol):
     ``capacity`` attribute (episodes are added in chunks of at most half of it, each sampled
     before the next). ``EpisodeReplayBuffer`` is the default.
 
-    Example:
+    Examples:
         >>> isinstance(EpisodeReplayBuffer(capacity=10), EpisodeBuffer)
         True
     """
@@ -45,7 +45,7 @@ class EpisodeReplayBuffer:
     ``id_`` is already stored continues that episode (``concat_episode``). ``sample`` returns
     episodes (slices) holding exactly ``num_items`` timesteps in total.
 
-    Example:
+    Examples:
         >>> from offline_rl import SingleAgentEpisode
         >>> buffer = EpisodeReplayBuffer(capacity=100, seed=0)
         >>> buffer.add([SingleAgentEpisode(observations=[0, 1, 2, 3], actions=[0, 1, 0],

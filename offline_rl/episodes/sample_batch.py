@@ -4,7 +4,7 @@ A custom PreLearner's ``__call__`` may return ``{"batch": MultiAgentBatch(...)}`
 do; offline-rl's pipeline takes the one module's ``SampleBatch`` out of it
 (``offline_rl.data.call_output``).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> batch = MultiAgentBatch({"default_policy": SampleBatch({"rewards": np.ones(3)})},
     ...                         env_steps=3)
@@ -26,7 +26,7 @@ from offline_rl.names import ModuleID
 class SampleBatch(dict[str, Any]):
     """Columns of equal length (one row per step), as RLlib's old-stack ``SampleBatch``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> SampleBatch({"rewards": np.array([1.0, 0.0])}).count
         2
@@ -41,7 +41,7 @@ class SampleBatch(dict[str, Any]):
         """The batch cut into one batch per episode: where ``eps_id`` changes, or else after
         each row whose ``terminateds``, ``truncateds`` or ``dones`` is set.
 
-        Example:
+        Examples:
             >>> import numpy as np
             >>> batch = SampleBatch({"eps_id": np.array([4, 4, 9]), "rewards": np.ones(3)})
             >>> [part["eps_id"].tolist() for part in batch.split_by_episode()]

@@ -5,7 +5,7 @@ learner pipeline builds from ``EpisodeReplayBuffer.sample`` slices at the same t
 (timesteps numbered through the episodes in order, as ``sample_timesteps`` draws them), without
 building one episode object per sampled timestep.
 
-Example:
+Examples:
     >>> from offline_rl import SingleAgentEpisode
     >>> episode = SingleAgentEpisode(observations=[0.0, 1.0, 2.0], actions=[1, 0],
     ...                              rewards=[1.0, 5.0], terminated=True,

@@ -18,7 +18,7 @@ class EnvEvaluator:
     evaluations are repeatable and comparable across training iterations. The envs are made
     once and kept until ``close()``.
 
-    Example:
+    Examples:
         >>> evaluator = EnvEvaluator("CartPole-v1", num_envs=2, seed=0)
         >>> result = evaluator.evaluate(lambda obs: np.zeros(len(obs), dtype=int), 4)
         >>> result["num_episodes"], result["episode_return_max"] < 20

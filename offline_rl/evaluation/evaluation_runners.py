@@ -28,7 +28,7 @@ class EvaluationRunners:
     Episode ``i`` is reset with ``seed + i`` whichever runner plays it, so the figures do not
     depend on the number of runners.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> spec = RLModuleSpec(observation_space=gym.spaces.Box(-5, 5, (4,), np.float32),
         ...                     action_space=gym.spaces.Discrete(2))

@@ -1,6 +1,6 @@
 """Playing a batch policy in gymnasium envs stepped side by side, episode by episode.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> envs = [make_env("CartPole-v1") for _ in range(2)]
     >>> policy = lambda obs: (np.zeros(len(obs), dtype=np.int64), {})
@@ -27,7 +27,7 @@ BatchPolicy = Callable[[np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]
 def make_env(env: EnvSpec, env_config: dict[str, Any] | None = None) -> gym.Env:
     """A gymnasium id (``gym.make(id, **env_config)``) or a creator ``env_config -> env``.
 
-    Example:
+    Examples:
         >>> make_env("CartPole-v1").action_space
         Discrete(2)
     """
@@ -43,7 +43,7 @@ def env_action(action: Any, space: gym.Space) -> Any:
     """``action`` as ``space``'s env takes it: a python ``int`` for ``Discrete``, clipped to the
     bounds for ``Box``, a python scalar for other 0-d actions, else unchanged.
 
-    Example:
+    Examples:
         >>> env_action(np.int64(1), gym.spaces.Discrete(2))
         1
         >>> env_action(np.array([3.0]), gym.spaces.Box(-2.0, 2.0, (1,)))

@@ -14,7 +14,7 @@ fix it. Two findings follow a configured policy instead of always raising:
   env sees, so its recordings of continuous-action envs hold such actions: the default keeps
   them (and counts them). ``Discrete`` actions outside the space are always an error.
 
-Example:
+Examples:
     >>> import gymnasium as gym, numpy as np
     >>> try:
     ...     check_actions(np.array([0, 1, 2]), gym.spaces.Discrete(2), "file a.parquet")
@@ -152,7 +152,7 @@ def unsquash_actions(actions: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
     linearly onto the space's bounds (RLlib's ``unsquash_action``, without its clipping: the
     bounds policy sees what lies outside).
 
-    Example:
+    Examples:
         >>> space = gym.spaces.Box(0.0, 10.0, (1,), np.float32)
         >>> unsquash_actions(np.array([[-1.0], [0.0], [1.0]], np.float32), space).ravel()
         array([ 0.,  5., 10.], dtype=float32)
@@ -190,7 +190,7 @@ def observations_outside(columns: Mapping[str, np.ndarray], space: gym.Space | N
     space's bounds (NaN is left to ``nonfinite_rows``; other spaces, and columns a connector
     reshaped, e.g. stacked frames: none).
 
-    Example:
+    Examples:
         >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         >>> observations_outside({"obs": np.array([[0.0, 0.5], [0.0, 3e30]])}, box).tolist()
         [False, True]
@@ -240,7 +240,7 @@ def check_recorded_spaces(recorded: tuple[gym.Space | None, gym.Space | None],
     configured spaces' type and shape, and for ``Discrete`` spaces the same ``n`` and
     ``start`` (``None`` on either side: not checked).
 
-    Example:
+    Examples:
         >>> box = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
         >>> try:
         ...     check_recorded_spaces((box, gym.spaces.Discrete(7)), (box, gym.spaces.Discrete(2)),

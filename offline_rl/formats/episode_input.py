@@ -6,7 +6,7 @@
   episodes; each is split out by ``eps_id``, ordered by ``t``. Array fields stored as strings are
   compressed arrays (decoded by ``offline_rl.compression``, pickle-free).
 
-Example:
+Examples:
     >>> import numpy as np
     >>> row = {"type": "SampleBatch", "eps_id": [7, 7, 9], "t": [1, 0, 0],
     ...        "obs": [[1.0], [0.0], [5.0]], "new_obs": [[2.0], [1.0], [6.0]],

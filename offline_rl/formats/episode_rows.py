@@ -1,7 +1,7 @@
 """One episode's rows -> a ``SingleAgentEpisode``: the one place where a run of transitions
 (tabular rows, a SampleBatch's steps, a converter's groups) becomes an episode.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from offline_rl.columns import SCHEMA
     >>> rows = {"obs": np.array([[0.0], [1.0]]), "new_obs": np.array([[1.0], [2.0]]),

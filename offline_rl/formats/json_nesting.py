@@ -69,7 +69,7 @@ def deeper_than(text: bytes, max_depth: int = MAX_JSON_DEPTH) -> int | None:
     """The 1-based line of ``text`` where JSON nesting first exceeds ``max_depth``, else
     ``None``.
 
-    Example:
+    Examples:
         >>> deeper_than(b'{"obs": [[1, 2]], "s": "[[[["}', max_depth=3)
         >>> deeper_than(b'{"ok": 1}\\n' + b"[" * 5 + b"]" * 5, max_depth=3)
         2

@@ -14,7 +14,7 @@ only the footer (``pyarrow.parquet.ParquetFile(...).metadata``) and refuses, wit
   with genuinely larger files raises them before building: ``offline_rl.formats.parquet_footer.
   MAX_ROWS_PER_FILE = 10**10``; or pass ``caps=FooterCaps(...)`` to the functions that take it).
 
-Example:
+Examples:
     >>> import pyarrow as pa, pyarrow.parquet as pq, io
     >>> sink = io.BytesIO()
     >>> pq.write_table(pa.table({"rewards": [1.0, 0.5]}), sink)

@@ -10,7 +10,7 @@ exception:** where one value per row is expected (``Discrete`` actions or observ
 trailing dimension is squeezed. Every other disagreement is a ``DataFormatError`` naming the
 place, the column, the shape found and the shape expected; nothing is broadcast.
 
-Example:
+Examples:
     >>> import gymnasium as gym, numpy as np
     >>> spaces = (gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2))
     >>> columns = conform_columns({"actions": np.array([[0], [1]]), "rewards": np.ones(2)},

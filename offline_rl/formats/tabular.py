@@ -40,7 +40,7 @@ def resolve_schema(overrides: Mapping[str, str] | None) -> dict[str, str]:
     done flag may be named ``"done"`` (as RLlib's docs write it) or ``"dones"``; either is read
     as ``terminateds``, with ``truncateds=False``.
 
-    Example:
+    Examples:
         >>> resolve_schema({"obs": "o_t", "done": "d_t"})["dones"]
         'd_t'
     """
@@ -176,7 +176,7 @@ def episode_ends(table: pa.Table, rows: Mapping[str, np.ndarray],
     entirely within these rows are in neither list; without an ``eps_id`` column, both are
     empty.
 
-    Example:
+    Examples:
         >>> table = pa.table({"eps_id": ["a", "a", "b", "c"], "t": [0, 1, 7, 0]})
         >>> flags = {"terminateds": np.array([False, True, True, False])}
         >>> episode_ends(table, flags, SCHEMA)

@@ -27,7 +27,7 @@ class ActorCriticTorchRLModule(PolicyValueTorchRLModule):
     an MLP of ``fcnet_hiddens``. With ``Discrete`` actions a Q-network maps an observation to
     one value per action; with ``Box`` actions, an observation and an action to one value.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = ActorCriticTorchRLModule(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2),
         ...                                   DefaultModelConfig(fcnet_hiddens=[16]))
@@ -85,7 +85,7 @@ class TargetPolicyActorCriticTorchRLModule(ActorCriticTorchRLModule):
     """``ActorCriticTorchRLModule`` plus a Polyak-averaged target copy of the policy, for
     deterministic actor-critics (TD3+BC); their actions are the policy's means.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = TargetPolicyActorCriticTorchRLModule(
         ...     gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)),
@@ -121,7 +121,7 @@ class SquashedActorCriticTorchRLModule(ActorCriticTorchRLModule):
     squashed mean, and ``sample_actions`` draws differentiable actions with their
     log-densities.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = SquashedActorCriticTorchRLModule(
         ...     gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)),

@@ -17,7 +17,7 @@ class ConvEncoder(nn.Module):
     ``ceil(size / stride)`` on each side) and followed by ``activation``, then flattened to
     ``out_dim`` features.
 
-    Example:
+    Examples:
         >>> encoder = ConvEncoder((9, 1, 4), [[8, 4, 2], [16, 4, 2]], "relu")
         >>> encoder(torch.zeros(5, 9, 1, 4)).shape, encoder.out_dim
         (torch.Size([5, 48]), 48)

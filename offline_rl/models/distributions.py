@@ -14,7 +14,7 @@ SQUASH_EPSILON = 1e-6
 class TorchCategorical:
     """Categorical distribution over discrete actions, from logits.
 
-    Example:
+    Examples:
         >>> import torch
         >>> TorchCategorical.from_logits(torch.tensor([[0.0, 2.0]])).deterministic_sample()
         tensor([1])
@@ -54,7 +54,7 @@ class TorchCategorical:
 class TorchDiagGaussian:
     """Diagonal Gaussian over continuous actions; inputs are ``[mean, log_std]`` concatenated.
 
-    Example:
+    Examples:
         >>> import torch
         >>> dist = TorchDiagGaussian.from_logits(torch.tensor([[0.5, 0.0]]))
         >>> dist.deterministic_sample()
@@ -97,7 +97,7 @@ class TorchSquashedGaussian(TorchDiagGaussian):
     """A diagonal Gaussian squashed by ``tanh`` into the action bounds ``[low, high]`` (SAC's
     policy); ``bounded(low, high)`` makes the class for one action space.
 
-    Example:
+    Examples:
         >>> import torch
         >>> dist_cls = TorchSquashedGaussian.bounded([0.0], [4.0])
         >>> dist = dist_cls.from_logits(torch.tensor([[0.0, -1.0]]))

@@ -21,7 +21,7 @@ def dueling_q_values(value: torch.Tensor, advantages: torch.Tensor) -> torch.Ten
     """``V(s) + A(s, a) - mean_a A(s, a)``: ``value`` is ``(batch, 1)``, ``advantages``
     ``(batch, n)``.
 
-    Example:
+    Examples:
         >>> dueling_q_values(torch.tensor([[10.0]]), torch.tensor([[1.0, 3.0]]))
         tensor([[ 9., 11.]])
     """
@@ -34,7 +34,7 @@ def policy_logits(q_values: torch.Tensor, *, temperature: float | None = None,
     no temperature the log-probabilities of acting epsilon-greedily (``epsilon=0``: greedily;
     the other actions' logits are ``-inf``). The greedy action is the most likely in each.
 
-    Example:
+    Examples:
         >>> q = torch.tensor([[1.0, 2.0]])
         >>> policy_logits(q, temperature=0.5)
         tensor([[2., 4.]])
@@ -59,7 +59,7 @@ class DQNTorchRLModule(QTorchRLModule):
     samples it when ``explore`` (by default ``model_config.explore``), else takes
     ``argmax Q``.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> module = DQNTorchRLModule(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2),
         ...                           DQNModelConfig(fcnet_hiddens=[16], dueling=True,

@@ -16,7 +16,7 @@ ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU", "silu": "SiLU", "swish": "SiLU", 
 class DefaultModelConfig:
     """Layer sizes and activations of the default MLP module (RLlib's ``model_config`` keys).
 
-    Example:
+    Examples:
         >>> DefaultModelConfig.from_dict({"fcnet_hiddens": [64, 64]}).fcnet_activation
         'tanh'
     """
@@ -99,7 +99,7 @@ class DQNModelConfig(DefaultModelConfig):
     RLlib's DQN adds its ``dueling`` and exploration settings to the model config): the
     network's head, and the policy it acts with.
 
-    Example:
+    Examples:
         >>> config = DQNModelConfig(fcnet_hiddens=[64], dueling=True, softq_temperature=0.5)
         >>> config.dueling, config.softq_temperature, config.epsilon, config.explore
         (True, 0.5, 0.0, True)

@@ -4,7 +4,7 @@ offline-rl trains one module (``DEFAULT_MODULE_ID``); these give code written fo
 a learner's module is always a ``MultiRLModule``, the names it uses. Neither imports torch
 until a spec builds its modules.
 
-Example:
+Examples:
     >>> import gymnasium as gym
     >>> from offline_rl.models.rl_module_spec import RLModuleSpec
     >>> spec = MultiRLModuleSpec(rl_module_specs={"default_policy": RLModuleSpec(
@@ -33,7 +33,7 @@ class MultiRLModule(Mapping[ModuleID, Any]):
     ``UnknownModuleError`` naming those there are. ``get_state``/``set_state`` hold each
     module's ``state_dict``.
 
-    Example:
+    Examples:
         >>> module = MultiRLModule({"default_policy": object()})
         >>> module["other"]
         Traceback (most recent call last):

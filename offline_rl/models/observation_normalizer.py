@@ -18,7 +18,7 @@ class ObservationNormalizer(nn.Module):
     the PreLearners and evaluation runners load, and ``offline-rl evaluate`` all apply the
     statistics the policy was trained with.
 
-    Example:
+    Examples:
         >>> normalizer = ObservationNormalizer([1.0, 0.0], [2.0, 0.0])
         >>> normalizer(torch.tensor([[3.0, 5.0]]))
         tensor([[1., 5.]])

@@ -19,7 +19,7 @@ class QTorchRLModule(DefaultTorchRLModule):
     logits, so the greedy action (``compute_actions``, evaluation) is ``argmax Q`` and sampling
     (recording) is Boltzmann over ``Q``. ``Discrete`` actions only.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = QTorchRLModule(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2),
         ...                         DefaultModelConfig(fcnet_hiddens=[16]))

@@ -24,7 +24,7 @@ class RLModuleSpec:
     refused otherwise. ``inference_only=True`` (RLlib's module without its training-only
     parts) is refused: offline-rl builds modules for learners.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (4,)),
         ...                     action_space=gym.spaces.Discrete(2))

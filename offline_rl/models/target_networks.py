@@ -10,7 +10,7 @@ def polyak(*pairs: tuple[nn.Module, nn.Module], tau: float) -> None:
     """``target <- (1 - tau) * target + tau * source``, parameter by parameter, for each
     ``(target, source)`` pair.
 
-    Example:
+    Examples:
         >>> target, source = nn.Linear(1, 1, bias=False), nn.Linear(1, 1, bias=False)
         >>> _ = target.weight.data.fill_(0.0), source.weight.data.fill_(1.0)
         >>> polyak((target, source), tau=0.25)

@@ -35,7 +35,7 @@ class DefaultTorchRLModule(nn.Module):
     ``forward_train``/``forward_inference``/``forward_exploration`` return ``action_dist_inputs``,
     which ``get_*_action_dist_cls()`` turns into a distribution (RLlib's RLModule contract).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = DefaultTorchRLModule(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2),
         ...                               DefaultModelConfig(fcnet_hiddens=[32]))

@@ -15,7 +15,7 @@ class PolicyValueTorchRLModule(DefaultTorchRLModule):
     observation to its value ``V(s)``. ``compute_values(batch)`` is what connector pieces
     such as ``GeneralAdvantageEstimation`` call.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> module = PolicyValueTorchRLModule(gym.spaces.Box(-1, 1, (3,)),
         ...                                   gym.spaces.Discrete(2),

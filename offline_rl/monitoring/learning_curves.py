@@ -31,7 +31,7 @@ def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[int], list[float
 def steps_per_second(rows: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
     """Each iteration's env steps trained per second of its training time.
 
-    Example:
+    Examples:
         >>> steps_per_second([{"training_iteration": 1, STEPS: 2048, TRAIN_TIME: 2.0},
         ...                   {"training_iteration": 2, STEPS: 2048, TRAIN_TIME: 0.5}])
         ([1, 2], [1024.0, 4096.0])
@@ -97,7 +97,7 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path | None = None) -> 
     no empty panel for it. Returns the file. Needs matplotlib (``pip install
     'offline-rl[plot]'``).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from offline_rl.monitoring.result_log import ResultLog
         >>> run = Path(tempfile.mkdtemp())

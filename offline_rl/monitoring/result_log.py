@@ -23,7 +23,7 @@ def flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested results as ``{"a/b/c": value}``; a list of dicts (per-learner figures) gets one
     column per index.
 
-    Example:
+    Examples:
         >>> flatten({"learners": {"default_policy": {"loss": 0.5}}, "per": [{"n": 1}]})
         {'learners/default_policy/loss': 0.5, 'per/0/n': 1}
     """
@@ -74,7 +74,7 @@ class ResultLog:
     ``resume_after=N`` (a run resumed from its checkpoint at iteration ``N``) the files keep
     the results up to ``N`` and continue after them.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> run = Path(tempfile.mkdtemp())
         >>> with ResultLog(run) as log:

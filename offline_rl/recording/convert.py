@@ -14,7 +14,7 @@ complete, then listed in the run's manifest (``offline_rl.recording.output_folde
 folder holding other files, or an earlier conversion, is refused unless ``overwrite=True``,
 which replaces only the earlier conversion's files.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from offline_rl.formats.episode_input import decode_episode
     >>> from offline_rl.episodes.episode import SingleAgentEpisode
@@ -155,7 +155,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     in ``t`` order, each continuing from the last observation of the one before. Output,
     ``incomplete``, ``overwrite`` and the returned summary are as for ``tabular_to_episodes``.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> output = tempfile.mkdtemp()
         >>> summary = sample_batches_to_episodes(

@@ -23,7 +23,7 @@ holding files offline-rl did not write is refused unless ``overwrite=True``, and
 file is replaced. ``close()`` (or leaving the ``with`` block, or the process exiting normally)
 ends the open episodes as truncated and writes everything buffered.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from offline_rl.settings.offline_data import OfflineDataConfig
     >>> with ExperienceLogger(OfflineDataConfig(output=tempfile.mkdtemp())) as logger:

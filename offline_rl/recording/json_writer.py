@@ -15,7 +15,7 @@ file is listed in the run's manifest (``offline_rl.recording.output_folder``); a
 files offline-rl did not write is refused unless ``overwrite=True``, and no existing file is
 ever replaced.
 
-Example:
+Examples:
     >>> import os, tempfile
     >>> from offline_rl.recording.sample_batch_builder import SampleBatchBuilder
     >>> folder = tempfile.mkdtemp()

@@ -12,7 +12,7 @@ episodes still running then are dropped and not counted. With ``record``, each r
 its episodes with the recording writer (``offline_data(output=...)``), as a run of its own
 (its own run id in the file names, so nothing is overwritten).
 
-Example:
+Examples:
     >>> import gymnasium as gym, numpy as np
     >>> from offline_rl.models.rl_module_spec import RLModuleSpec
     >>> from offline_rl.settings.environment import EnvironmentConfig

@@ -11,7 +11,7 @@ A folder that holds files no manifest lists (the user's) is refused unless the c
 files kept beside the new ones (a dataset an older offline-rl wrote, without a manifest) are
 named in a warning, since readers of the folder will read them too.
 
-Example:
+Examples:
     >>> import tempfile, pyarrow.fs as pafs
     >>> folder, fs = tempfile.mkdtemp(), pafs.LocalFileSystem()
     >>> _ = open(f"{folder}/notes.txt", "w").write("mine")

@@ -4,7 +4,7 @@ OutputWriter``, each recording actor builds its writer with
 ``creator(IOContext(worker_index=i, config=...))`` and hands it every episode it records, as
 a ``SampleBatch`` (``episode_to_sample_batch``), instead of writing files.
 
-Example:
+Examples:
     >>> class Counting(OutputWriter):
     ...     def __init__(self):
     ...         self.rows = 0

@@ -5,7 +5,7 @@ A policy is a trained ``Algorithm`` or torch module (sampled, with ``action_logp
 ``offline_rl.algorithms.checkpoint.load_module``), or a callable ``obs_batch -> actions`` that
 may also return ``(actions, {"action_logp": ..., "action_dist_inputs": ...})``.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> policy = as_batch_policy(lambda obs: np.zeros(len(obs), dtype=np.int64))
     >>> policy(np.zeros((3, 4)))

@@ -6,7 +6,7 @@ flattened into one float32 vector as RLlib's old stack did (discrete values one-
 dicts concatenated in the space's order), with gymnasium's ``flatten``. offline-rl's models read
 observations as the env gives them, so flatten only data meant for RLlib's old stack.
 
-Example:
+Examples:
     >>> import gymnasium as gym
     >>> prep = get_preprocessor(gym.spaces.Discrete(3))(gym.spaces.Discrete(3))
     >>> prep.transform(1), prep.shape

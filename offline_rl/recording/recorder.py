@@ -46,7 +46,7 @@ class Recorder:
     (which writes beside them, leaving them untouched); so is an output that is ``input_``
     (the training data) or inside it.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> import numpy as np
         >>> from offline_rl.settings.environment import EnvironmentConfig

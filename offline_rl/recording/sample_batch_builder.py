@@ -9,7 +9,7 @@ arrays (float64 stored as float32) and each built batch gets an ``unroll_id`` co
 RLlib's ``MultiAgentSampleBatchBuilder`` is not offered here: multi-agent data is a separate
 issue.
 
-Example:
+Examples:
     >>> builder = SampleBatchBuilder()
     >>> for t in range(2):
     ...     builder.add_values(t=t, eps_id=7, obs=[0.5 * t], actions=1, action_prob=1.0,
@@ -81,7 +81,7 @@ def episode_to_sample_batch(episode: SingleAgentEpisode) -> SampleBatch:
     and ``infos`` unless all are empty (as the tabular writer does; RLlib 2.60's new-stack
     reader of SampleBatch JSON fails on an ``infos`` column).
 
-    Example:
+    Examples:
         >>> episode = SingleAgentEpisode("e1", observations=[[0.0], [1.0], [2.0]], actions=[0, 1],
         ...                              rewards=[1.0, 0.5], terminated=True,
         ...                              extra_model_outputs={"action_prob": [0.5, 0.5]},

@@ -8,7 +8,7 @@ killed mid-file therefore leaves no file under a data name that reads as whole b
 the data; what it leaves in staging is never read. A final name that already exists is never
 replaced: committing onto it raises ``OutputError``.
 
-Example:
+Examples:
     >>> import os, tempfile, pyarrow.fs as pafs
     >>> folder = tempfile.mkdtemp()
     >>> with StagedFile(pafs.LocalFileSystem(), folder, f"{folder}/a.json") as staged:

@@ -48,7 +48,7 @@ class EpisodeWriter:
     are written as RLlib writes them, uncompressed, their columns as lists. A file is cut
     after ``max_rows_per_file`` rows or about ``max_file_size`` bytes.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from offline_rl import SingleAgentEpisode
         >>> episode = SingleAgentEpisode(observations=[[0.0], [1.0]], actions=[1],

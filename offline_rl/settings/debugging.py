@@ -11,7 +11,7 @@ from offline_rl.settings.options import AN_INT_AT_LEAST_0, Section, option, opti
 class DebuggingConfig(Section):
     """See ``AlgorithmConfig.debugging``.
 
-    Example:
+    Examples:
         >>> DebuggingConfig(seed="zero").problems()
         [('seed', "must be None or an int >= 0, got 'zero'")]
     """

@@ -15,7 +15,7 @@ from offline_rl.settings.options import Rule, Section, option
 class EnvironmentConfig(Section):
     """See ``AlgorithmConfig.environment``.
 
-    Example:
+    Examples:
         >>> EnvironmentConfig().problems()
         [('environment', 'set env=, or both observation_space= and action_space=')]
     """

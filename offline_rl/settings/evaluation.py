@@ -22,7 +22,7 @@ from offline_rl.settings.options import (
 class EvaluationConfig(Section):
     """See ``AlgorithmConfig.evaluation``.
 
-    Example:
+    Examples:
         >>> EvaluationConfig(evaluation_parallel_to_training=True).problems()[0][0]
         'evaluation_parallel_to_training'
     """
@@ -89,7 +89,7 @@ class EvaluationConfig(Section):
 class CheckpointingConfig(Section):
     """See ``AlgorithmConfig.checkpointing`` (and ``PeriodicCheckpoints``).
 
-    Example:
+    Examples:
         >>> CheckpointingConfig(keep_checkpoints_num=0).problems()
         [('keep_checkpoints_num', 'must be None (keep all) or an int >= 1, got 0')]
     """

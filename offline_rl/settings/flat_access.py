@@ -6,7 +6,7 @@ offline-rl's own code names the section (``config.training.lr`` on a ``DataConfi
 found by its references; the flat names serve users and their custom PreLearners and Learners,
 written against RLlib.
 
-Example:
+Examples:
     >>> from dataclasses import dataclass
     >>> from offline_rl.settings.training import TrainingConfig
     >>> @dataclass

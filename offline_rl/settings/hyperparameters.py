@@ -12,7 +12,7 @@ from offline_rl.settings.options import Section
 class Hyperparameters(Section):
     """The base: no hyperparameters (behavior cloning's case); algorithms subclass it.
 
-    Example:
+    Examples:
         >>> Hyperparameters().n_step_returns()
         (1, 1.0)
     """

@@ -21,7 +21,7 @@ def is_schedule(value: Any) -> bool:
 def learning_rate_problem(value: Any) -> str | None:
     """What is wrong with ``value`` as a learning rate, or ``None``.
 
-    Example:
+    Examples:
         >>> learning_rate_problem([[0, 1e-3], [10_000, 1e-4]]) is None
         True
         >>> learning_rate_problem([[100, 1e-3]])

@@ -58,11 +58,12 @@ def input_problem(paths: Any) -> str | None:
 
 
 def column_renames_problem(schema: Any) -> str | None:
-    """What is wrong with ``input_read_schema`` (renames of the data's columns), or ``None``."""
+    """What is wrong with ``input_read_schema`` (offline-rl's column names to the data's), or
+    ``None``."""
     if isinstance(schema, dict) and all(isinstance(key, str) and isinstance(name, str)
                                         for key, name in schema.items()):
         return None
-    return ("must map column names in the data to offline-rl's (e.g. {'observation': 'obs'}), "
+    return ("must map offline-rl's column names to the data's (e.g. {'obs': 'observation'}), "
             f"got {schema!r}")
 
 
@@ -71,7 +72,7 @@ class OfflineDataConfig(Section):
     """The ``offline_data`` section: where the data is and how it is read, mapped, iterated
     and written (``AlgorithmConfig.offline_data`` sets it).
 
-    Example:
+    Examples:
         >>> OfflineDataConfig(input_="data", input_nonfinite="skip").problems()
         [('input_nonfinite', "must be one of ('raise', 'drop'), got 'skip'")]
     """
@@ -97,7 +98,7 @@ class OfflineDataConfig(Section):
     input_read_sample_batches: bool = option(False)
     #: Rows per batch each PreLearner maps (``None``: chosen from the train batch size).
     input_read_batch_size: int | None = option(None, optional(AN_INT_AT_LEAST_1))
-    #: A pyarrow filesystem, or ``"s3"``/``"gcs"``/``"abfs"`` with ``input_filesystem_kwargs``.
+    #: A pyarrow filesystem, or ``"s3"``/``"gcs"``/``"abs"`` with ``input_filesystem_kwargs``.
     input_filesystem: Any = option(None)
     input_filesystem_kwargs: dict[str, Any] = option({})
     #: Columns stored compressed (RLlib's ``compress_columns``).

@@ -1,7 +1,7 @@
 """Options declared once: each config section is a dataclass whose fields carry their type,
 default, documentation (the ``#:`` comment above the field) and check, side by side.
 
-Example:
+Examples:
     >>> from dataclasses import dataclass
     >>> @dataclass
     ... class Example(Section):
@@ -52,7 +52,7 @@ def option(default: Any, check: Check | None = None) -> Any:
 class Rule:
     """A check made of what a value must be and a test of it.
 
-    Example:
+    Examples:
         >>> AN_INT_AT_LEAST_0(-1)
         'must be an int >= 0, got -1'
         >>> optional(AN_INT_AT_LEAST_0)("x")

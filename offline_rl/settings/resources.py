@@ -22,7 +22,7 @@ PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 class LearnersConfig(Section):
     """See ``AlgorithmConfig.learners``.
 
-    Example:
+    Examples:
         >>> LearnersConfig(num_gpus_per_learner=1, num_cpus_per_learner=2).problems()
         [('num_cpus_per_learner', 'set either num_gpus_per_learner or num_cpus_per_learner')]
     """

@@ -24,7 +24,7 @@ def model_config_problem(value: Any) -> str | None:
 class RLModuleConfig(Section):
     """See ``AlgorithmConfig.rl_module``.
 
-    Example:
+    Examples:
         >>> RLModuleConfig(rl_module_spec="x").problems()
         [('rl_module_spec', "must be None or an RLModuleSpec, got 'x'")]
     """

@@ -27,7 +27,7 @@ LAYOUT = ("environment", "training", "learners", "resources", "env_runners", "of
 class ConfigSections(SectionGroup):
     """One object per section; ``hyperparameters`` is the algorithm's own dataclass.
 
-    Example:
+    Examples:
         >>> sections = ConfigSections()
         >>> [type(part).__name__ for part in sections.parts("training")]
         ['TrainingConfig', 'Hyperparameters']

@@ -13,7 +13,7 @@ is experience the current policy collects online in the environment. Weights are
 numbers above 0; they are divided by their sum, so ``{"a": 2, "b": 1}`` reads two rows of
 ``a`` for each of ``b``.
 
-Example:
+Examples:
     >>> sources, sampler = weighted_sources({"/data/expert": 3, "/data/medium": 1})
     >>> [(source.input_, source.weight) for source in sources], sampler
     ([('/data/expert', 0.75), ('/data/medium', 0.25)], 0.0)

@@ -26,7 +26,7 @@ MAX_TRAIN_BATCH_SIZE = 2**24
 class TrainingConfig(Section):
     """See ``AlgorithmConfig.training``.
 
-    Example:
+    Examples:
         >>> TrainingConfig(train_batch_size_per_learner=0).problems()[0][1][:41]
         'must be an int from 1 to 16,777,216 (sett'
     """

@@ -9,7 +9,7 @@ from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 class BCConfig(AlgorithmConfig):
     """Configuration of behavior cloning (BC).
 
-    Example:
+    Examples:
         >>> from offline_rl import BCConfig
         >>> config = (BCConfig().environment("CartPole-v1")
         ...           .offline_data(input_="data/cartpole-expert"))
@@ -29,7 +29,7 @@ class BCConfig(AlgorithmConfig):
 class BC(Algorithm):
     """Behavior cloning: ``train()`` minimizes the negative log-likelihood of logged actions.
 
-    Example:
+    Examples:
         >>> config = (BCConfig().environment("CartPole-v1")
         ...           .training(lr=3e-3, train_batch_size_per_learner=512)
         ...           .offline_data(input_=str(cartpole_data), dataset_num_iters_per_learner=20)

@@ -10,7 +10,7 @@ class BCCatalog:
     ``catalog_class``, so ``RLModuleSpec(catalog_class=BCCatalog)`` accepts that module and
     refuses others.
 
-    Example:
+    Examples:
         >>> from offline_rl import DefaultBCTorchRLModule
         >>> DefaultBCTorchRLModule.catalog_class is BCCatalog
         True

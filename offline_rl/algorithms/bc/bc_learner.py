@@ -9,7 +9,7 @@ from offline_rl.core.learner import Learner, check_per_row
 class BCTorchLearner(Learner):
     """Learner whose loss is ``-mean(log pi(a|s))`` over the batch's ``obs`` and ``actions``.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import BCConfig
         >>> config = BCConfig().training(lr=0.05).rl_module(model_config={"fcnet_hiddens": [8]})

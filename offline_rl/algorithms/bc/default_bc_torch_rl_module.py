@@ -11,7 +11,7 @@ class DefaultBCTorchRLModule(DefaultTorchRLModule):
     ``model_config.conv_filters`` are given), built by ``RLModuleSpec(module_class=
     DefaultBCTorchRLModule, catalog_class=BCCatalog)``.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl import DefaultModelConfig, RLModuleSpec
         >>> module = RLModuleSpec(

@@ -11,7 +11,7 @@ def conservative_penalty(candidate_q: torch.Tensor, data_q: torch.Tensor,
     of each row's candidate action values (every action's, when actions are discrete) less
     the value of the logged action; large when actions the data does not take look better.
 
-    Example:
+    Examples:
         >>> q = torch.tensor([[1.0, 2.0], [0.0, 0.0]])
         >>> taken = torch.tensor([1.0, 0.0])  # Q(s, a_data): actions 0 and 1
         >>> round(conservative_penalty(q, taken).item(), 4)  # (1.3133 + 0.6931) / 2

@@ -54,7 +54,7 @@ class CQLConfig(AlgorithmConfig):
     """Configuration of conservative Q-learning for ``Box`` actions (RLlib's ``CQLConfig``
     names, on SAC; for ``Discrete`` actions use ``DiscreteCQLConfig``).
 
-    Example:
+    Examples:
         >>> config = (CQLConfig().environment("Pendulum-v1")
         ...           .training(min_q_weight=5.0, num_actions=10, lagrangian=True)
         ...           .offline_data(input_="data/pendulum-mixed"))

@@ -39,7 +39,7 @@ class CQLTorchLearner(Learner):
     The target Q-networks then move ``tau`` towards the Q-networks. The temperature and the
     multiplier are part of the learner's state (checkpoints).
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.algorithms.cql import CQLConfig
         >>> config = CQLConfig().training(lagrangian=True, num_actions=2).rl_module(

@@ -29,7 +29,7 @@ class DiscreteCQLConfig(AlgorithmConfig):
     """Configuration of conservative Q-learning for ``Discrete`` actions; the policy acts
     greedily on the learned Q-values.
 
-    Example:
+    Examples:
         >>> config = (DiscreteCQLConfig().environment("CartPole-v1")
         ...           .training(min_q_weight=1.0, lr=3e-4)
         ...           .offline_data(input_="data/cartpole-mixed"))

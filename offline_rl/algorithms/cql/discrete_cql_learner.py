@@ -16,7 +16,7 @@ class DiscreteCQLTorchLearner(Learner):
     (double Q-learning) and ``cql_loss`` is ``conservative_penalty``; the target network then
     moves ``tau`` towards the Q-network.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.algorithms.cql import DiscreteCQLConfig
         >>> config = DiscreteCQLConfig().rl_module(model_config={"fcnet_hiddens": [8]})

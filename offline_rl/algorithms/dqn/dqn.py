@@ -21,7 +21,7 @@ from offline_rl.settings.options import A_BOOL, AN_INT_AT_LEAST_1, one_of, optio
 class DQNHyperparameters(TDHyperparameters):
     """DQN's hyperparameters (see ``DQNConfig.training``).
 
-    Example:
+    Examples:
         >>> DQNHyperparameters(td_error_loss_fn="l1").problems()
         [('td_error_loss_fn', "must be one of ('huber', 'mse'), got 'l1'")]
     """
@@ -45,7 +45,7 @@ class DQNConfig(AlgorithmConfig):
     ``training_intensity``) are not options here: giving one is an error as for any unknown
     key.
 
-    Example:
+    Examples:
         >>> config = (DQNConfig().environment("CartPole-v1")
         ...           .training(n_step=3, exploration_config={"type": "SoftQ",
         ...                                                   "temperature": 0.5})

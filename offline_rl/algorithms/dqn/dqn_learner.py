@@ -19,7 +19,7 @@ def next_state_values(target_q: torch.Tensor, online_q: torch.Tensor | None = No
     """The value of each next state: ``target_q`` at the action ``online_q`` rates best
     (double Q-learning), or without ``online_q`` the best of ``target_q``.
 
-    Example:
+    Examples:
         >>> target_q, online_q = torch.tensor([[1.0, 5.0]]), torch.tensor([[3.0, 2.0]])
         >>> next_state_values(target_q, online_q), next_state_values(target_q)
         (tensor([1.]), tensor([5.]))

@@ -20,7 +20,7 @@ SCHEDULE_KEYS = ("initial_epsilon", "warmup_timesteps", "epsilon_timesteps")
 def exploration_problem(value: Any) -> str | None:
     """What is wrong with an ``exploration_config``, or ``None``.
 
-    Example:
+    Examples:
         >>> exploration_problem({"type": "SoftQ", "temperature": 0.5}) is None
         True
         >>> exploration_problem({"type": "EpsilonGreedy", "initial_epsilon": 1.0})[:60]
@@ -51,7 +51,7 @@ def exploration_problem(value: Any) -> str | None:
 def exploration_settings(value: dict[str, Any]) -> dict[str, Any]:
     """The module's ``softq_temperature`` and ``epsilon`` for a valid ``exploration_config``.
 
-    Example:
+    Examples:
         >>> exploration_settings({"type": "SoftQ"})
         {'softq_temperature': 1.0, 'epsilon': 0.0}
         >>> exploration_settings({})

@@ -39,7 +39,7 @@ class IQLConfig(AlgorithmConfig):
     policy from wandering between good and poor from one checkpoint to the next
     (``benchmarks/RESULTS.md``).
 
-    Example:
+    Examples:
         >>> config = (IQLConfig().environment("Pendulum-v1")
         ...           .training(beta=3.0, expectile=0.7, actor_lr=3e-4)
         ...           .offline_data(input_="data/pendulum-medium"))

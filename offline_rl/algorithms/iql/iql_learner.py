@@ -14,7 +14,7 @@ def expectile_loss(differences: torch.Tensor, expectile: float) -> torch.Tensor:
     """``mean(|expectile - 1(u < 0)| * u**2)`` of ``u = differences``: an asymmetric squared
     loss whose minimizer over a constant is the ``expectile`` of the differences' targets.
 
-    Example:
+    Examples:
         >>> round(expectile_loss(torch.tensor([1.0, -2.0]), 0.7).item(), 6)  # (0.7 + 0.3 * 4) / 2
         0.95
     """
@@ -32,7 +32,7 @@ class IQLTorchLearner(Learner):
 
     then the target Q-networks move ``tau`` towards the Q-networks.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.algorithms.iql import IQLConfig
         >>> config = IQLConfig().rl_module(model_config={"fcnet_hiddens": [8]})

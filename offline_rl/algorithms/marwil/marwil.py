@@ -42,7 +42,7 @@ class MARWILConfig(AlgorithmConfig):
     cloning. Its learner pipeline runs the value function in the PreLearners (see
     ``build_learner_connector``), so the mapped data is streamed, not materialized.
 
-    Example:
+    Examples:
         >>> config = (MARWILConfig().environment("CartPole-v1")
         ...           .training(beta=1.0, vf_coeff=1.0, lambda_=0.95)
         ...           .offline_data(input_="data/cartpole-mixed"))

@@ -15,7 +15,7 @@ from offline_rl.models.rl_module_spec import RLModuleSpec
 def masked_mean(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """The mean of ``values`` where ``mask`` is true (all of them without a mask).
 
-    Example:
+    Examples:
         >>> masked_mean(torch.tensor([1.0, 2.0, 9.0]), torch.tensor([True, True, False]))
         tensor(1.5000)
     """
@@ -33,7 +33,7 @@ class MARWILTorchLearner(Learner):
       is part of the learner's state (checkpoints); with ``beta = 0`` it is behavior
       cloning's loss and the value function is not trained.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.algorithms.marwil import MARWILConfig
         >>> config = MARWILConfig().rl_module(model_config={"fcnet_hiddens": [8]})

@@ -39,7 +39,7 @@ class TD3BCHyperparameters(TDHyperparameters):
 class TD3BCConfig(AlgorithmConfig):
     """Configuration of TD3+BC (``Box`` actions only).
 
-    Example:
+    Examples:
         >>> config = (TD3BCConfig().environment("Pendulum-v1")
         ...           .training(alpha=2.5, policy_delay=2)
         ...           .offline_data(input_="data/pendulum-medium"))

@@ -24,7 +24,7 @@ class TD3BCTorchLearner(Learner):
 
     The delayed updates are timed by ``num_updates``, which a restored algorithm keeps.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, numpy as np
         >>> from offline_rl.algorithms.td3bc import TD3BCConfig
         >>> config = TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [8]})

@@ -19,7 +19,7 @@ class DirectMethod(OffPolicyEstimator):
     RLlib's ``{"type": FQETorchModel, **options}``, see ``q_model_of``), trained by
     ``train(data)`` before ``estimate``. Low variance; as biased as the model.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from offline_rl.models.model_config import DefaultModelConfig
         >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule

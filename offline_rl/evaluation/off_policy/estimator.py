@@ -86,7 +86,7 @@ class OffPolicyEstimator(ABC):
         (``v_target / v_behavior``) and ``v_gain_ste`` (the standard error of that ratio over
         the episodes).
 
-        Example:
+        Examples:
             >>> import gymnasium as gym, ray
             >>> from offline_rl.models.model_config import DefaultModelConfig
             >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule
@@ -117,7 +117,7 @@ class OffPolicyEstimator(ABC):
         scale = max(v_behavior, 1e-8)
         return {"v_behavior": v_behavior, "v_target": float(target.mean()),
                 "v_gain_mean": float(target.mean()) / scale,
-                "v_gain_ste": float(target.std()) / scale / np.sqrt(len(target))}
+                "v_gain_ste": float(target.std() / scale / np.sqrt(len(target)))}
 
     def _values(self, data: LoggedData) -> tuple[np.ndarray, np.ndarray]:
         episodes = logged_episodes(data)

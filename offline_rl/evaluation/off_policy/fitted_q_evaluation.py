@@ -177,7 +177,7 @@ def q_model_of(q_model_config: Mapping[str, Any] | None) -> tuple[type[FQETorchM
     imported (as a config file would give it), and the options ``FQEConfig``'s fields.
     ``ConfigError`` names a bad type, key or value.
 
-    Example:
+    Examples:
         >>> kind, config = q_model_of({"type": "FQETorchModel", "n_iters": 160})
         >>> kind.__name__, config.n_iters, config.polyak_coef
         ('FQETorchModel', 160, 0.05)

@@ -14,7 +14,7 @@ class ImportanceSampling(OffPolicyEstimator):
     ``sum_t gamma ** t * p_t * r_t`` with ``p_t`` the product of the importance ratios of steps
     ``0..t``. Unbiased, with variance growing with the horizon.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, torch
         >>> from offline_rl.models.model_config import DefaultModelConfig
         >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule

@@ -57,7 +57,7 @@ def logged_episodes(data: Sequence[SingleAgentEpisode | LoggedEpisode] | SingleA
     of each in order of ``t`` when given).
     Raises ``DataFormatError`` naming what is missing.
 
-    Example:
+    Examples:
         >>> steps = {"eps_id": ["a", "a", "b"], "obs": [[0.0], [1.0], [0.0]],
         ...          "actions": [0, 1, 1], "rewards": [1.0, 2.0, 3.0],
         ...          "new_obs": [[1.0], [2.0], [1.0]], "terminateds": [False, True, True],

@@ -16,7 +16,7 @@ class Policy:
     logged actions (their log-probability, or log-density for ``Box`` actions), and
     ``observation_space``, ``action_space`` and ``model``.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym
         >>> from offline_rl.models.model_config import DefaultModelConfig
         >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule

@@ -26,7 +26,7 @@ class TargetPolicy:
     its greedy action with probability ``1 - epsilon_greedy`` and a uniform action otherwise
     (``Discrete`` actions only).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from offline_rl.models.model_config import DefaultModelConfig
         >>> from offline_rl.models.torch_rl_module import DefaultTorchRLModule
