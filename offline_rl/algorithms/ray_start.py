@@ -10,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import ray
 
+from offline_rl.data.ray_data_logs import quiet_ray_data
+
 
 def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = ()) -> bool:
     """Connects to the cluster in ``RAY_ADDRESS`` or starts a local Ray instance, while a
@@ -32,13 +34,14 @@ def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = ()) ->
 def _init_ray(verbose: bool) -> bool:
     if ray.is_initialized():
         return False
-    level = logging.INFO if verbose else logging.ERROR
-    if os.environ.get("RAY_ADDRESS"):
-        ray.init(logging_level=level)
-    else:
-        ray.init(include_dashboard=False, logging_level=level)
+    options: dict = {"logging_level": logging.INFO if verbose else logging.ERROR}
     if not verbose:
-        for handler in logging.getLogger("ray.data").handlers:
-            if not isinstance(handler, logging.FileHandler):
-                handler.setLevel(logging.CRITICAL)
+        hook = f"{quiet_ray_data.__module__}.{quiet_ray_data.__name__}"
+        options["runtime_env"] = {"worker_process_setup_hook": hook}
+    if not os.environ.get("RAY_ADDRESS"):
+        options["include_dashboard"] = False
+    ray.init(**options)
+    if not verbose:
+        quiet_ray_data()
     return True
+
