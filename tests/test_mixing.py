@@ -189,14 +189,19 @@ def test_a_source_unlike_the_others_is_named(ray_session, sources, tmp_path, def
 
 
 @pytest.mark.slow
-def test_sources_mapped_to_different_shapes_are_named_and_extras_left_out():
+def test_sources_mapped_to_different_shapes_are_named_and_extras_left_out_with_a_warning():
     def stream(columns):
         return BatchStream(lambda: columns, lambda data, epoch: [data]).start()
 
     plain = {"obs": np.zeros((8, 4)), "actions": np.zeros(8)}
     mixed = MixedStream([stream(plain), stream({**plain, "action_logp": np.zeros(8)})],
-                        [0.5, 0.5], ["plain", "logged"])
-    assert sorted(mixed.next_batch(4)) == ["actions", "obs"]
+                        [0.75, 0.25], ["plain", "logged"])
+    with pytest.warns(UserWarning, match=r"\['action_logp'\] left out of the train batches, "
+                                         r"as source\(s\) \['plain'\] do not give them"):
+        assert sorted(mixed.next_batch(4)) == ["actions", "obs"]
+    # left out of every later batch too, also of those that take rows from 'logged' alone
+    assert all(sorted(mixed.next_batch(1)) == ["actions", "obs"] for _ in range(20))
+    assert mixed.source_rows["logged"] > 1
     mixed.stop()
     mixed = MixedStream([stream(plain), stream({**plain, "obs": np.zeros((8, 3))})],
                         [0.5, 0.5], ["plain", "odd"])

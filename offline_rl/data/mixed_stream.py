@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from offline_rl.data.batch_stream import Batch, BatchStream, StreamPosition, StreamStats
-from offline_rl.errors import DataFormatError, OfflineRLError
+from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
 
 
 def mix_counts(weights: Sequence[float], taken: Sequence[int], num_rows: int) -> list[int]:
@@ -77,6 +77,8 @@ class MixedStream:
         #: Rows each source has given so far (the mix's position, with ``batches``).
         self.taken: list[int] = list(position.get("taken", [0] * len(streams)))
         self.batches: int = position.get("batches", 0)
+        #: Columns only some sources give, left out of every batch (``_leave_out_unshared``).
+        self.left_out: set[str] = set()
         #: The mix's epochs whose end ``next_batch(stop_at_epoch_end=True)`` has reported.
         self._reported_epochs: int = position.get("reported_epochs", 0)
         self.stats = StreamStats(epochs_completed=position.get("epochs_completed", 0),
@@ -100,11 +102,11 @@ class MixedStream:
         parts = {index: self._take(index, stream, count)
                  for index, (stream, count) in enumerate(zip(self.streams, counts)) if count}
         self._check_alike(parts)
+        self._leave_out_unshared(parts)
         for index, count in enumerate(counts):
             self.taken[index] += count
-        shared = set.intersection(*(set(part) for part in parts.values()))
         batch = {name: np.concatenate([part[name] for part in parts.values()])
-                 for name in next(iter(parts.values())) if name in shared}
+                 for name in next(iter(parts.values())) if name not in self.left_out}
         order = np.random.default_rng(
             None if self.seed is None else (self.seed, self.batches)).permutation(num_rows)
         self.batches += 1
@@ -120,10 +122,25 @@ class MixedStream:
         except OfflineRLError as error:  # name the source, keep the type
             raise type(error)(f"source {self.names[index]!r}: {error}") from None
 
+    def _leave_out_unshared(self, parts: dict[int, Batch]) -> None:
+        """Columns that only some sources give (a recorded extra, as ``action_logp``) are left
+        out of every batch from the first one that meets them on (the first batch, unless a
+        batch holds fewer rows than ``1 / weight`` of a source), with one warning naming them
+        and the sources without them (a learner that needs such a column says so)."""
+        shared = set.intersection(*(set(part) for part in parts.values()))
+        unshared = {name for part in parts.values() for name in part} - shared - self.left_out
+        if not unshared:
+            return
+        self.left_out |= unshared
+        lacking = [self.names[index] for index, part in parts.items()
+                   if not unshared <= part.keys()]
+        warn_at_caller(f"mixed sources: {sorted(unshared)} left out of the train batches, as "
+                       f"source(s) {lacking} do not give them; give every source the same "
+                       "columns to train on them")
+
     def _check_alike(self, parts: dict[int, Batch]) -> None:
         """Refuses sources whose batches differ in the per-row shape of a column they share,
-        naming them. (The batch holds the columns all sources give: a recorded extra only
-        some give, as ``action_logp``, is left out, and a learner needing it says so.)"""
+        naming them."""
         (first, reference), *others = parts.items()
         for index, part in others:
             for name in part.keys() & reference.keys():
