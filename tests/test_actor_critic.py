@@ -248,8 +248,9 @@ def cartpole_mixed(tmp_path_factory):
     return data
 
 
-#: Iterations of 250 updates that BC, IQL and DiscreteCQL each train on ``cartpole_mixed``.
-CARTPOLE_MIXED_ITERATIONS = 12
+#: Iterations of 250 updates that BC, IQL and DiscreteCQL each train on ``cartpole_mixed``
+#: (with seed 0, after 8: BC 465, IQL 500, DiscreteCQL 470; after 6 IQL only ties BC).
+CARTPOLE_MIXED_ITERATIONS = 8
 
 
 def cartpole_mixed_config(config_class: type, data: Path) -> AlgorithmConfig:

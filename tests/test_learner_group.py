@@ -178,17 +178,22 @@ def test_training_continues_when_a_prelearner_actor_dies(indexed_data, log):
     assert "MapBatches(DiesOnce)" in results[-1]["data"]["operators"]
 
 
-@pytest.mark.parametrize("raw_in_memory", [False, True], ids=["epoch-by-epoch", "repeated-epochs"])
+@pytest.mark.parametrize(("raw_in_memory", "iterations"), [(False, 3), (True, 7)],
+                         ids=["epoch-by-epoch", "repeated-epochs"])
 @pytest.mark.slow
-def test_prelearners_get_fresh_module_weights(indexed_data, ray_session, raw_in_memory):
+def test_prelearners_get_fresh_module_weights(indexed_data, ray_session, raw_in_memory,
+                                              iterations):
     # With the raw input in memory one execution maps many epochs (8 parts each here): it
-    # must not map them all ahead with the first weights.
+    # must not map them all ahead with the first weights. Iterations are epochs of 16 updates.
+    # Epoch by epoch, each epoch's batches are 0 to 15 updates stale (mean 7.5): 3 iterations
+    # (32 updates before the last) tell that from never-refreshed weights. Repeated, mapping
+    # runs about 2 epochs ahead (mean about 32 from the third epoch on): 7 iterations (96).
     config = indexed_config(indexed_data).training(
         learner_connector="tests.learners:add_module_logits").offline_data(
         materialize_mapped_data=False, prelearner_module_synch_period=1,
         materialize_data=raw_in_memory, input_read_batch_size=ROWS // 8)
     with config.build() as algo:
-        for _ in range(7):
+        for _ in range(iterations):
             steps_before = algo.num_updates_lifetime
             result = algo.train()
     staleness = result["data"]["module_weights_staleness"]

@@ -1,5 +1,9 @@
 """CQL and IQL learn Pendulum from mixed data (random, medium and expert episodes) through the
-whole pipeline, with a fixed seed and a bounded number of updates, far above the random tier."""
+whole pipeline, with a fixed seed and a bounded number of updates, far above the random tier.
+
+CQL trains two hidden layers of 128 units instead of its default 256: on 2 CPUs its update (twin
+Q-networks on 3 * num_actions candidate actions per row) costs about 4 times less, and with seed
+0 it still passes -700 within the 4000 updates (at 3500, -649; -419 at 4000)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ def pendulum_mixed(tmp_path_factory):
     return data
 
 
-@pytest.mark.timeout(600)  # CQL took 261 s on a slow CI run (2 cores)
+@pytest.mark.timeout(600)  # CQL took 261 s on a slow CI run (2 cores) with 256 units
 @pytest.mark.parametrize("config_class", [CQLConfig, IQLConfig],
                          ids=lambda config_class: config_class.algo_name)
 @pytest.mark.slow
@@ -29,7 +33,7 @@ def test_learns_pendulum_far_above_the_random_tier(ray_session, pendulum_mixed, 
               .offline_data(input_=str(pendulum_mixed), dataset_num_iters_per_learner=500)
               .evaluation(evaluation_interval=1, evaluation_duration=5).debugging(seed=0))
     if config_class is CQLConfig:
-        config.training(num_actions=4)
+        config.training(num_actions=4).rl_module(model_config={"fcnet_hiddens": [128, 128]})
     returns = []
     with config.build() as algo:
         while len(returns) < 8 and (not returns or returns[-1] < FAR_ABOVE_RANDOM):

@@ -26,6 +26,8 @@ _EPOCH_END = "epoch_end"
 _BATCH = "batch"
 _ERROR = "error"
 _POLL_S = 0.1
+#: Seconds ``stop`` waits for the fetch in progress.
+STOP_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -226,9 +228,12 @@ class BatchStream:
         return StreamPosition(epoch, rows, ended=epoch <= self._counted_end)
 
     def stop(self) -> None:
-        """Stops the background thread (it finishes the fetch in progress) and drops queued data."""
+        """Stops the background thread and drops queued data. The thread ends after the fetch
+        in progress, waited for ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without
+        end (a ``streaming_split`` shard waits for the other learners to ask for the next
+        epoch), and then the daemon thread ends with the pipeline its owner stops next."""
         self._stopping.set()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=STOP_WAIT_S)
         self._pending.clear()
 
 
