@@ -16,7 +16,8 @@ def quiet_ray_data() -> None:
         >>> quiet_ray_data()
         >>> handlers = logging.getLogger("ray.data").handlers
         >>> {logging.getLevelName(handler.level) for handler in handlers
-        ...  if isinstance(handler, logging.StreamHandler)}
+        ...  if isinstance(handler, logging.StreamHandler)
+        ...  and not isinstance(handler, logging.FileHandler)}
         {'CRITICAL'}
     """
     import ray.data  # noqa: F401  (sets up Ray Data's loggers, which this then quiets)
