@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -72,9 +73,9 @@ def test_checkpoint_restores_weights_and_counters(ray_session, bc_config, tmp_pa
     assert ray.available_resources().get("CPU") == ray.cluster_resources()["CPU"]
 
 
-def run_cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd=None, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "offline_rl.cli", *args], capture_output=True,
-                          text=True, timeout=240, cwd=cwd)
+                          text=True, timeout=240, cwd=cwd, env=env)
 
 
 def test_cli_help_explains_each_command():
@@ -108,7 +109,10 @@ print(text.getvalue(), [name for name in ("gymnasium", "numpy", "ray", "torch")
 
 @pytest.mark.timeout(240)
 @pytest.mark.slow
-def test_cli_records_trains_and_evaluates(tmp_path):
+def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
+    # train joins the shared Ray instance, as it joins a cluster (RAY_ADDRESS); test_bad_input's
+    # CLI test and test_old_stack_configs' start Ray of their own
+    joined = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
     data = tmp_path / "data"
     made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
                    "--episodes", "20")
@@ -122,7 +126,7 @@ def test_cli_records_trains_and_evaluates(tmp_path):
         "rl_module: {model_config: {fcnet_hiddens: [64, 64], fcnet_activation: relu}}\n"
         "learners: {num_learners: 2}\ndebugging: {seed: 0}\n")
     trained = run_cli("train", str(config), "--max-iterations", "10",
-                      "--output-dir", str(tmp_path / "run"))
+                      "--output-dir", str(tmp_path / "run"), env=joined)
     assert trained.returncode == 0, trained.stderr
     # Ray Data's lines from the remote learners' SplitCoordinator stay in Ray's log files
     assert "execution finished" not in trained.stderr and "SplitCoordinator" not in trained.stderr
