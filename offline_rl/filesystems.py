@@ -14,6 +14,7 @@ Examples:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -69,6 +70,19 @@ def resolve_filesystem(filesystem: str | pafs.FileSystem | None,
 def is_uri(path: str) -> bool:
     """Whether ``path`` has a scheme (``s3://``, ``gs://``, ``file://``, ...)."""
     return bool(_URI.match(path))
+
+
+def absolute_path(path: str) -> str:
+    """A local path made absolute against this process's working folder, a URI as it is: what
+    a Ray worker, whose working folder is its own, must be handed.
+
+    Examples:
+        >>> absolute_path("data/x") == os.path.join(os.getcwd(), "data/x")
+        True
+        >>> absolute_path("s3://bucket/x")
+        's3://bucket/x'
+    """
+    return path if is_uri(path) else os.path.abspath(path)
 
 
 def filesystem_path(path: str, filesystem: pafs.FileSystem | None) -> str:

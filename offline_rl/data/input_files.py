@@ -41,7 +41,7 @@ from fnmatch import fnmatchcase
 import pyarrow.fs as pafs
 
 from offline_rl.errors import DataFormatError, DataNotFoundError
-from offline_rl.filesystems import filesystem_path, is_uri
+from offline_rl.filesystems import absolute_path, filesystem_path, is_uri
 
 #: Environment variable that overrides ``MAX_DATA_FILE_BYTES`` (a number of bytes).
 MAX_DATA_FILE_BYTES_ENV = "OFFLINE_RL_MAX_DATA_FILE_BYTES"
@@ -182,7 +182,7 @@ def locate(path: str, filesystem: pafs.FileSystem | None = None
         return filesystem, filesystem_path(path, filesystem)
     if is_uri(path):
         return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(path)
+    return pafs.LocalFileSystem(), absolute_path(path)
 
 
 def list_data_files(input_: str | os.PathLike | Sequence[str | os.PathLike],

@@ -33,7 +33,7 @@ from offline_rl.data.input_files import (
     read_method_suffixes,
 )
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.filesystems import filesystem_path, is_uri, resolve_filesystem
+from offline_rl.filesystems import absolute_path, filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.parquet_footer import FooterCaps, check_footer
 from offline_rl.formats.shapes import conforms
@@ -378,21 +378,7 @@ def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
     if isinstance(options.input_read_method, str):  # Ray Data retries a crashed read forever
         kwargs["ray_remote_args"] = {"max_retries": READ_MAX_RETRIES,
                                      **kwargs.get("ray_remote_args", {})}
-    paths = [read_path(path, filesystem) for path in input_paths(options.input_, filesystem)]
+    # the read tasks' working folders are their own: local paths go absolute
+    paths = [absolute_path(path) if filesystem is None else filesystem_path(path, filesystem)
+             for path in input_paths(options.input_, filesystem)]
     return lambda: read(paths, **kwargs)
-
-
-def read_path(path: str, filesystem: pafs.FileSystem | None) -> str:
-    """A path of ``input_`` as the read tasks get it: local paths made absolute against the
-    driver's working folder (Ray's workers have folders of their own), the scheme dropped when
-    ``filesystem`` is given.
-
-    Examples:
-        >>> read_path("data/x.parquet", None) == os.path.join(os.getcwd(), "data/x.parquet")
-        True
-        >>> read_path("s3://bucket/x.parquet", None)
-        's3://bucket/x.parquet'
-    """
-    if filesystem is None and not is_uri(path):
-        return os.path.abspath(path)
-    return filesystem_path(path, filesystem)

@@ -6,7 +6,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from offline_rl.filesystems import is_uri
+from offline_rl.filesystems import absolute_path
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.environment import EnvironmentConfig
 from offline_rl.settings.flat_access import FlatAccess
@@ -36,6 +36,6 @@ class RecorderConfig(FlatAccess):
         # made absolute here, in the process that names it (the caller's section is kept).
         output = self.offline_data.output
         if (isinstance(output, str | os.PathLike) and output
-                and self.offline_data.output_filesystem is None and not is_uri(os.fspath(output))):
+                and self.offline_data.output_filesystem is None):
             self.offline_data = dataclasses.replace(self.offline_data,
-                                                    output=os.path.abspath(output))
+                                                    output=absolute_path(os.fspath(output)))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,7 +29,7 @@ from offline_rl.compression import pack_rllib
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.filesystems import filesystem_path
+from offline_rl.filesystems import absolute_path, filesystem_path
 from offline_rl.recording.output_folder import new_run_id, write_manifest
 from offline_rl.recording.staging import StagedFile
 from offline_rl.settings.offline_data import WRITE_METHODS
@@ -148,7 +147,7 @@ def output_location(output: str, filesystem: pafs.FileSystem | None
     ``filesystem``. Creates the folder, so that a location that cannot be reached or written
     fails here, naming it, rather than when the first episodes are written."""
     if filesystem is None:
-        filesystem, folder = pafs.FileSystem.from_uri(_as_uri(output))
+        filesystem, folder = pafs.FileSystem.from_uri(absolute_path(output))
     else:
         folder = filesystem_path(output, filesystem)
     try:
@@ -213,6 +212,3 @@ def _json_value(value: Any) -> Any:
 def _folder_name(env_name: str) -> str:
     return env_name.replace("/", "_").lower()
 
-
-def _as_uri(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
