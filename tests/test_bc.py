@@ -110,8 +110,8 @@ print(text.getvalue(), [name for name in ("gymnasium", "numpy", "ray", "torch")
 @pytest.mark.timeout(240)
 @pytest.mark.slow
 def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
-    # train joins the shared Ray instance, as it joins a cluster (RAY_ADDRESS); test_bad_input's
-    # CLI test and test_old_stack_configs' start Ray of their own
+    # train and evaluate join the shared Ray instance, as they join a cluster (RAY_ADDRESS);
+    # test_bad_input's CLI test and test_old_stack_configs' start Ray of their own
     joined = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
     data = tmp_path / "data"
     made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
@@ -135,13 +135,13 @@ def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
     header = (tmp_path / "run" / "progress.csv").read_text().splitlines()[0]
     assert "learners/default_policy/total_loss" in header
     assert len((tmp_path / "run" / "result.json").read_text().splitlines()) == 10
-    evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3")
+    evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3", env=joined)
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
     held_out = tmp_path / "held-out"
     assert run_cli("datasets", "make", "CartPole-v1", "medium", "--out", str(held_out),
                    "--episodes", "3").returncode == 0
-    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(held_out))
+    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(held_out), env=joined)
     assert estimated.returncode == 0, estimated.stderr
     estimates = json.loads(estimated.stdout.splitlines()[-1])
     assert sorted(estimates) == ["DirectMethod", "DoublyRobust", "ImportanceSampling",
