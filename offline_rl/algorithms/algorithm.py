@@ -34,7 +34,7 @@ from offline_rl.names import (
     OFF_POLICY_ESTIMATION,
     OFFLINE_EVAL_RESULTS,
 )
-from offline_rl.recording.recorder import Recorder, check_output, env_runners_cpus
+from offline_rl.recording.recorder import Recorder, check_output, checked_env_runner_cpus
 from offline_rl.recording.recorder_config import RecorderConfig
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Algorithm:
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if output and self.evaluator is not None:
-            env_runners_cpus(self.recording_config(), beside=PIPELINE_CPUS)
+            checked_env_runner_cpus(self.recording_config(), beside=PIPELINE_CPUS)
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation

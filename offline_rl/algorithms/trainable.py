@@ -132,20 +132,15 @@ def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
         1.0 if value == AUTO else value for value in (
             sections.resources.num_cpus_for_main_process, env_runners.num_cpus_per_env_runner,
             pool.get("num_cpus", AUTO)))
+    runners = sections.evaluation.evaluation_num_env_runners or (
+        env_runners.num_env_runners if sections.offline_data.output else 0)
     main = {"CPU": main_cpus, "GPU": 0 if remote else learners.num_gpus_per_learner}
     work = {"CPU": READ_TASK_CPUS + actors * actor_cpus + remote * learner_cpus
-            + trial_runners(config) * runner_cpus,
+            + runners * runner_cpus,
             "GPU": actors * pool.get("num_gpus", 0) + remote * learners.num_gpus_per_learner}
     bundles = [{name: round(float(amount), 4) for name, amount in bundle.items() if amount}
                for bundle in (main, work)]
     return [bundle for bundle in bundles if bundle]
-
-
-def trial_runners(config: AlgorithmConfig) -> int:
-    """The env runner actors a trial starts: evaluation's, or the recording ones."""
-    sections = config.sections
-    return sections.evaluation.evaluation_num_env_runners or (
-        sections.env_runners.num_env_runners if sections.offline_data.output else 0)
 
 
 def fit_trial(config: AlgorithmConfig, cpus: float, *, warn: bool = True) -> AlgorithmConfig:

@@ -107,10 +107,9 @@ def env_runner_cpus(requested: float | str, num_runners: int,
     usable = usable_resources().get("CPU", 0.0)
     if not num_runners or num_runners + beside <= usable:
         return 1.0
-    message = (f"env runners share the CPUs (num_cpus_per_env_runner='auto'): {num_runners} x 1 "
-               f"CPU do not fit beside the {beside:g} the rest of the run holds, in {usable:g}. "
-               "Set num_cpus_per_env_runner to choose.")
-    warn_at_caller(message)
+    warn_at_caller(f"env runners share the CPUs (num_cpus_per_env_runner='auto'): {num_runners} "
+                   f"x 1 CPU do not fit beside the {beside:g} the rest of the run holds, in "
+                   f"{usable:g}. Set num_cpus_per_env_runner to choose.")
     return 0.0
 
 

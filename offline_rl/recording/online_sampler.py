@@ -49,8 +49,8 @@ from offline_rl.recording.output_folder import new_run_id
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import (
     RUNNER_SEED_STRIDE,
+    checked_env_runner_cpus,
     close_writer,
-    env_runners_cpus,
     runner_writer,
     write_episode,
 )
@@ -66,10 +66,9 @@ class OnlineSampler:
 
     def __init__(self, config: RecorderConfig, module_spec: RLModuleSpec, *,
                  record: bool = False):
-        cpus = env_runners_cpus(config, beside=PIPELINE_CPUS)
+        cpus = checked_env_runner_cpus(config, beside=PIPELINE_CPUS)
         run_id = new_run_id() if record else None
-        runner = ray.remote(num_cpus=cpus,
-                            max_restarts=0)(_SamplerRunner)
+        runner = ray.remote(num_cpus=cpus, max_restarts=0)(_SamplerRunner)
         self.runners = [runner.remote(config, module_spec, index, run_id)
                         for index in range(config.env_runners.num_env_runners)]
         self._pending: list[ray.ObjectRef] = []

@@ -73,7 +73,7 @@ class Recorder:
         if config.environment.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
         check_output(config, input_=input_, overwrite=overwrite)
-        runner = ray.remote(num_cpus=env_runners_cpus(config, beside_cpus))(_EnvRunner)
+        runner = ray.remote(num_cpus=checked_env_runner_cpus(config, beside_cpus))(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
         self.runners = [runner.remote(config, policy, index, self.run_id, overwrite)
@@ -131,7 +131,7 @@ class Recorder:
             self.stop()
 
 
-def env_runners_cpus(config: RecorderConfig, beside: float = 0.0) -> float:
+def checked_env_runner_cpus(config: RecorderConfig, beside: float = 0.0) -> float:
     """CPUs per env runner actor (``"auto"``: sized beside ``beside`` CPUs the rest of the run
     holds, see ``env_runner_cpus``); raises ``ResourceError`` when the actors cannot all be
     placed."""
