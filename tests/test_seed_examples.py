@@ -57,8 +57,9 @@ def expert_model_config() -> DefaultModelConfig:
 def best_checkpoint(ray_session, cartpole_data, tmp_path_factory) -> str:
     """Example 1, "pre-train an expert": BC on the scripted expert's data through Tune (see the
     module docstring), stopped on the evaluation return, checkpointed every iteration. A trial
-    takes a CPU for itself, one for reading and one per PreLearner by default: 3, so on 2 CPUs
-    the trial's process and its PreLearner take half a CPU each."""
+    takes a CPU for itself, one for reading and one per PreLearner where they fit: 3, so on 2
+    CPUs the trial's process and its PreLearner take half a CPU each, given here by hand
+    (example 3's trial is left to size itself)."""
     config = (
         BCConfig()
         .environment("CartPole-v1")

@@ -10,7 +10,8 @@ one placement group, everything it starts: ``num_cpus_for_main_process`` for its
 learner and its evaluation), then one bundle for the read task, the PreLearner pool, remote
 learners and env runner actors (``offline_rl.placement`` keeps them there). So trials of a
 ``tune.grid_search`` share a cluster without taking each other's CPUs: Tune starts a trial once
-all of its resources are free. Tune's checkpoints are the algorithm's own
+all of its resources are free. CPU options left at ``"auto"`` are fitted to the cluster
+(``fit_trial``), so that a trial at default resources runs on a small machine. Tune's checkpoints are the algorithm's own
 (``Algorithm.from_checkpoint(result.checkpoint.path)``), and a trial reports the latest
 evaluation in every result, so that a stop criterion on
 ``evaluation/env_runners/episode_return_mean`` is seen in every iteration.
