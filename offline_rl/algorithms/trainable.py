@@ -11,9 +11,9 @@ learner and its evaluation), then one bundle for the read task, the PreLearner p
 learners and env runner actors (``offline_rl.placement`` keeps them there). So trials of a
 ``tune.grid_search`` share a cluster without taking each other's CPUs: Tune starts a trial once
 all of its resources are free. CPU options left at ``"auto"`` are fitted to the cluster
-(``fit_trial``), so that a trial at default resources runs on a small machine. Tune's checkpoints are the algorithm's own
-(``Algorithm.from_checkpoint(result.checkpoint.path)``), and a trial reports the latest
-evaluation in every result, so that a stop criterion on
+(``fit_trial``), so that a trial at default resources runs on a small machine. Tune's
+checkpoints are the algorithm's own (``Algorithm.from_checkpoint(result.checkpoint.path)``),
+and a trial reports the latest evaluation in every result, so that a stop criterion on
 ``evaluation/env_runners/episode_return_mean`` is seen in every iteration.
 
 Examples:
