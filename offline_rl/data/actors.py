@@ -3,8 +3,6 @@ that the next algorithm in the same Ray session finds them when a ``stop()`` ret
 
 Examples:
     >>> import ray
-
-from offline_rl.placement import available_cpus, usable_resources
     >>> @ray.remote(num_cpus=0)
     ... class Idle:
     ...     pass
