@@ -211,4 +211,3 @@ def _json_value(value: Any) -> Any:
 
 def _folder_name(env_name: str) -> str:
     return env_name.replace("/", "_").lower()
-
