@@ -106,7 +106,11 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
     calls_per_task = 1 if needs_module else CALLS_PER_TASK
     ahead = max(0 if needs_module else MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes)
     with quiet_data_context(preserve_order=True, object_store_memory=int(ahead)):
-        calls = ray.data.range(count, override_num_blocks=-(-count // calls_per_task))
+        # The call ids are blocks in memory: ``ray.data.range`` would read each in a task of
+        # its own, one at a time under the small budget of PreLearners that need the module
+        # (a first epoch of 16 s instead of 7 on 2 CPUs).
+        calls = ray.data.from_items([{"id": call} for call in range(count)],
+                                    override_num_blocks=-(-count // calls_per_task))
         return calls.map_batches(
             EpochsPreLearner, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
