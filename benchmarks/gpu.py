@@ -5,8 +5,9 @@ Needs torch with CUDA and at least one GPU (``make gpu-check`` runs this, then t
 marked ``gpu``). Records a CartPole expert dataset first when ``--input`` does not exist. For
 each learner setup, ``local`` (``num_learners=0``), ``remote`` (one learner actor) and, with two
 GPUs or more, ``nccl`` (one learner per GPU, all-reducing gradients with nccl), and for each
-feed, ``materialized`` (the mapped data in the object store) and ``streaming``
-(``materialize_mapped_data=False``: the PreLearners run during training):
+feed, ``materialized`` (the mapped data in the object store) and ``repeated_epochs``
+(``materialize_mapped_data=False`` with the raw input in memory: the PreLearners run during
+training, one Ray Data execution over many epochs):
 
 - ``updates_per_s`` and ``env_steps_per_s`` over the timed iterations (steps of all learners);
 - ``data_wait_share``: the share of that time a learner waited for its next batch;
@@ -14,8 +15,10 @@ feed, ``materialized`` (the mapped data in the object store) and ``streaming``
   batch on tensors already on the GPU (the ceiling), and ``bare_gpu_updates_per_s``.
 
 ``pipeline_rows_per_s`` is the data alone: batches taken from the streaming pipeline as fast as
-it delivers them, with ``prelearner_actors`` actors. Prints one JSON line; [min, median] over
-``--runs`` (and each setup's figures on stderr as they come).
+it delivers them, with ``prelearner_actors`` actors, for ``repeated_epochs`` and for
+``epoch_by_epoch`` (the raw input not in memory: a Ray Data execution, with a new actor pool,
+each epoch). Prints one JSON line; [min, median] over ``--runs`` (and each setup's figures on
+stderr as they come).
 
     python benchmarks/gpu.py [--input data/cartpole-gpu] [--batch 4096] [--iterations 10]
         [--runs 3]
@@ -30,10 +33,12 @@ import sys
 import time
 from pathlib import Path
 
+from bc_cartpole import FEEDS as PIPELINE_FEEDS
 from bc_cartpole import bare_torch_update_ms, data_only, min_median
 
 UPDATES_PER_ITERATION = 50
-FEEDS = {"materialized": {}, "streaming": {"materialize_mapped_data": False}}
+FEEDS = {feed: PIPELINE_FEEDS[feed] for feed in ("materialized", "repeated_epochs")}
+STREAMED_FEEDS = {feed: PIPELINE_FEEDS[feed] for feed in ("repeated_epochs", "epoch_by_epoch")}
 
 
 def learner_setups(gpus: int) -> dict[str, int]:
@@ -63,11 +68,11 @@ def measure(config, iterations: int) -> dict[str, float]:
             "env_steps_per_s": steps / elapsed, "data_wait_share": waited / elapsed}
 
 
-def pipeline_rows_per_s(config, batches: int) -> tuple[float, dict]:
-    """Rows/s the streaming pipeline delivers to a local learner, the data alone, and one of
-    its batches."""
+def pipeline_rows_per_s(config, batches: int, feed: str) -> tuple[float, dict]:
+    """Rows/s the streaming pipeline (``feed``) delivers to a local learner, the data alone,
+    and one of its batches."""
     algo = config.copy().learners(num_learners=0, num_gpus_per_learner=0).offline_data(
-        materialize_mapped_data=False).build()
+        **STREAMED_FEEDS[feed]).build()
     try:
         return data_only(algo.offline_data, batches)[0], algo.offline_data.sample()
     finally:
@@ -109,10 +114,14 @@ def main() -> None:
     env = gym.make(config.env)
     spaces = (env.observation_space, env.action_space)
     # The ceilings first, so that a run cut short still has them.
-    pipeline, batches = zip(*(pipeline_rows_per_s(config, 200) for _ in range(args.runs)))
-    bare_ms = [bare_torch_update_ms(config, spaces, batches[0], device="cuda")
+    pipeline = {feed: [pipeline_rows_per_s(config, 200, feed) for _ in range(args.runs)]
+                for feed in STREAMED_FEEDS}
+    batch = pipeline["repeated_epochs"][0][1]
+    bare_ms = [bare_torch_update_ms(config, spaces, batch, device="cuda")
                for _ in range(args.runs)]
-    print(f"pipeline_rows_per_s: {list(pipeline)}, bare_gpu_update_ms: {bare_ms}",
+    pipeline_rates = {feed: min_median([rate for rate, _ in runs], 0)
+                      for feed, runs in pipeline.items()}
+    print(f"pipeline_rows_per_s: {pipeline_rates}, bare_gpu_update_ms: {bare_ms}",
           file=sys.stderr, flush=True)
     figures: dict[str, dict] = {}
     for setup, learners in learner_setups(gpus).items():
@@ -131,7 +140,7 @@ def main() -> None:
         "updates_per_iteration": UPDATES_PER_ITERATION, "learners": figures,
         "bare_gpu_update_ms": min_median(bare_ms, 3),
         "bare_gpu_updates_per_s": round(1000 / statistics.median(bare_ms), 1),
-        "pipeline_rows_per_s": min_median(list(pipeline), 0), "prelearner_actors": actors,
+        "pipeline_rows_per_s": pipeline_rates, "prelearner_actors": actors,
     }))
 
 
