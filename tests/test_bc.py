@@ -111,7 +111,7 @@ print(text.getvalue(), [name for name in ("gymnasium", "numpy", "ray", "torch")
 @pytest.mark.slow
 def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
     # train and evaluate join the shared Ray instance, as they join a cluster (RAY_ADDRESS);
-    # test_bad_input's CLI test and test_old_stack_configs' start Ray of their own
+    # test_bad_input's CLI test starts Ray of its own
     joined = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
     data = tmp_path / "data"
     made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),

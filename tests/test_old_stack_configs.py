@@ -5,6 +5,7 @@ YAML form; recorded actions normalized to [-1, 1] unsquashed."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pyarrow as pa
 import pytest
+import ray
 import yaml
 
 from offline_rl import AlgorithmConfig, BCConfig, OfflinePreLearner
@@ -106,20 +108,23 @@ def test_actions_recorded_normalized_are_unsquashed_onto_the_box():
         OfflinePreLearner(config, (spaces[0], gym.spaces.Discrete(2)))
 
 
-def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_train(*args: str, cwd: Path, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "offline_rl.cli", "train", *args],
-                          capture_output=True, text=True, timeout=240, cwd=cwd)
+                          capture_output=True, text=True, timeout=240, cwd=cwd, env=env)
 
 
 @pytest.mark.timeout(300)
 @pytest.mark.slow
-def test_train_takes_rllibs_run_env_config_and_stop(tmp_path):
+def test_train_takes_rllibs_run_env_config_and_stop(ray_session, tmp_path):
     # The seed's `rllib train --run=DQN --env=CartPole-v0 --config='{"input": ...}'` form, BC.
+    # It joins the shared Ray instance (RAY_ADDRESS); test_bad_input's CLI test starts its own.
+    joined = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
     config = {"input": str(SAMPLE_BATCH_JSON), "input_evaluation": [], "explore": False,
               "train_batch_size": 128, "output": "logdir", "dataset_num_iters_per_learner": 1}
     trained = run_train("--run", "BC", "--env", "CartPole-v0", "--config", json.dumps(config),
                         "--stop", '{"timesteps_total": 300}', "--output-dir", "run",
-                        cwd=tmp_path)
+                        cwd=tmp_path, env=joined)
     assert trained.returncode == 0, trained.stderr
     summary = json.loads(trained.stdout.splitlines()[-1])
     assert (summary["iterations"], summary["env_steps_trained"]) == (3, 384)  # 3 x 128 >= 300
