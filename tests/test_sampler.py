@@ -108,6 +108,22 @@ def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_ses
         config.build()
 
 
+def test_a_prelearner_with_its_own_call_is_refused_beside_the_sampler():
+    """Online rows never pass through a PreLearner's ``__call__``: refused, not bypassed."""
+    import gymnasium as gym
+
+    from offline_rl.data.online_rows import OnlineRows
+    from tests.prelearners import NegatedRewards
+
+    spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))
+    config = BCConfig().offline_data(input_={"data/a": 0.7, "sampler": 0.3},
+                                     prelearner_class=NegatedRewards).data_config(spaces)
+    with pytest.raises(ConfigError, match=r"prelearner_class NegatedRewards has its own "
+                                          r"__call__, which online rows would bypass.*"
+                                          r"learner_connector=\.\.\."):
+        OnlineRows(config)
+
+
 def test_online_rows_follow_the_batch_share_and_offline_columns():
     import gymnasium as gym
     import numpy as np

@@ -40,6 +40,7 @@ from offline_rl.columns import Columns
 from offline_rl.data.episode_sampling import EpisodeSampler
 from offline_rl.data.learner_stages import LearnerStages
 from offline_rl.data.module_weights import WEIGHTS_VERSION
+from offline_rl.data.prelearner import overrides_call
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeReplayBuffer
 from offline_rl.errors import ConfigError, DataFormatError
@@ -60,6 +61,14 @@ class OnlineRows:
                 "input_ mixes in 'sampler', but the learner connector needs the module "
                 "(e.g. MARWIL's advantages): online rows are built without one; train such "
                 "algorithms on offline data only")
+        if config.prelearner_class is not None and overrides_call(config.prelearner_class):
+            raise ConfigError(
+                f"input_ mixes in 'sampler', but prelearner_class "
+                f"{config.prelearner_class.__qualname__} has its own __call__, which online rows "
+                "would bypass: they are episodes the sampler played, and only the learner "
+                "connector pipeline maps them. Move the transform into a learner connector "
+                "piece (config.training(learner_connector=...)), which offline and online rows "
+                "both go through, or train on offline data only")
         self.weight = config.sampler_weight
         self.sampler = EpisodeSampler(
             config, LearnerStages(pipeline),
