@@ -63,7 +63,7 @@ class OnlineRows:
                 "algorithms on offline data only")
         if config.prelearner_class is not None and overrides_call(config.prelearner_class):
             raise ConfigError(
-                f"input_ mixes in 'sampler', but prelearner_class "
+                "input_ mixes in 'sampler', but prelearner_class "
                 f"{config.prelearner_class.__qualname__} has its own __call__, which online rows "
                 "would bypass: they are episodes the sampler played, and only the learner "
                 "connector pipeline maps them. Move the transform into a learner connector "
