@@ -108,20 +108,28 @@ def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_ses
         config.build()
 
 
-def test_a_prelearner_with_its_own_call_is_refused_beside_the_sampler():
-    """Online rows never pass through a PreLearner's ``__call__``: refused, not bypassed."""
+@pytest.mark.parametrize(("options", "message"), [
+    ({"prelearner_class": "tests.prelearners:NegatedRewards"},
+     r"prelearner_class NegatedRewards has its own __call__, which online rows would bypass.*"
+     r"learner_connector=\.\.\."),
+    ({"materialize_mapped_data": False},
+     r"the learner connector needs the module \(e\.g\. MARWIL's advantages\): online rows"),
+], ids=["own-call", "needs-module"])
+def test_what_online_rows_cannot_go_through_is_refused_before_any_ray_work(
+        cartpole_data, options, message):
+    """Online rows are episodes that only the learner connector pipeline maps: a PreLearner's
+    own ``__call__`` and pieces that need the module would be bypassed or fail later."""
     import gymnasium as gym
+    import numpy as np
 
-    from offline_rl.data.online_rows import OnlineRows
-    from tests.prelearners import NegatedRewards
+    from offline_rl import OfflineData
 
-    spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))
-    config = BCConfig().offline_data(input_={"data/a": 0.7, "sampler": 0.3},
-                                     prelearner_class=NegatedRewards).data_config(spaces)
-    with pytest.raises(ConfigError, match=r"prelearner_class NegatedRewards has its own "
-                                          r"__call__, which online rows would bypass.*"
-                                          r"learner_connector=\.\.\."):
-        OnlineRows(config)
+    config = BCConfig().offline_data(input_={str(cartpole_data): 0.7, "sampler": 0.3}, **options)
+    if "prelearner_class" not in options:
+        config.training(learner_connector="tests.learners:add_module_logits")
+    spaces = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+    with pytest.raises(ConfigError, match=message):
+        OfflineData(config.data_config(spaces), spaces)
 
 
 def test_online_rows_follow_the_batch_share_and_offline_columns():

@@ -24,6 +24,7 @@ from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import check_input, first_rows, read_input
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
+from offline_rl.data.online_rows import check_online_rows_can_be_built
 from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
 from offline_rl.data.prelearner import OfflinePreLearner, map_batches_callable, map_in_process
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
@@ -99,6 +100,8 @@ class OfflineData:
                 "needs_module=True), but materialize_mapped_data=True would map the data once "
                 "with the first weights and train on those stale batches forever. Set "
                 "config.offline_data(materialize_mapped_data=False)")
+        if config.sampler_weight:
+            check_online_rows_can_be_built(self.needs_module, self.prelearner_class)
         self.module_weights: ray.actor.ActorHandle | None = None
         #: The input as read, before the PreLearners: ``None`` reads it with
         #: ``input_read_method`` when the pipeline is built; a subclass's ``__init__`` may set

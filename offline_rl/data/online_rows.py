@@ -49,6 +49,25 @@ from offline_rl.errors import ConfigError, DataFormatError
 ONLINE_BUFFER_CAPACITY = 100_000
 
 
+def check_online_rows_can_be_built(needs_module: bool, prelearner_class: type) -> None:
+    """Refuses, before any Ray work, what online rows cannot go through: they are episodes the
+    sampler played, which each learner maps with the learner connector pipeline alone
+    (``OnlineRows``), without the module (``needs_module``) and without a PreLearner (a
+    ``prelearner_class`` with its own ``__call__``)."""
+    if needs_module:
+        raise ConfigError(
+            "input_ mixes in 'sampler', but the learner connector needs the module (e.g. "
+            "MARWIL's advantages): online rows are built without one; train such algorithms on "
+            "offline data only")
+    if overrides_call(prelearner_class):
+        raise ConfigError(
+            f"input_ mixes in 'sampler', but prelearner_class {prelearner_class.__qualname__} "
+            "has its own __call__, which online rows would bypass: only the learner connector "
+            "pipeline maps them. Move the transform into a learner connector piece "
+            "(config.training(learner_connector=...)), which offline and online rows both go "
+            "through, or train on offline data only")
+
+
 class OnlineRows:
     """One learner's online rows: a replay buffer of the sampler's episodes and the
     connector pipeline of ``config`` (a ``DataConfig``, whose ``sampler_weight`` is the share
@@ -56,19 +75,6 @@ class OnlineRows:
 
     def __init__(self, config: Any, *, seed: int | None = None):
         pipeline = config.build_learner_connector(*_spaces(config))
-        if pipeline.needs_module:
-            raise ConfigError(
-                "input_ mixes in 'sampler', but the learner connector needs the module "
-                "(e.g. MARWIL's advantages): online rows are built without one; train such "
-                "algorithms on offline data only")
-        if config.prelearner_class is not None and overrides_call(config.prelearner_class):
-            raise ConfigError(
-                "input_ mixes in 'sampler', but prelearner_class "
-                f"{config.prelearner_class.__qualname__} has its own __call__, which online rows "
-                "would bypass: they are episodes the sampler played, and only the learner "
-                "connector pipeline maps them. Move the transform into a learner connector "
-                "piece (config.training(learner_connector=...)), which offline and online rows "
-                "both go through, or train on offline data only")
         self.weight = config.sampler_weight
         self.sampler = EpisodeSampler(
             config, LearnerStages(pipeline),
