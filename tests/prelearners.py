@@ -56,3 +56,24 @@ class WideRewards(OfflinePreLearner):
     def __call__(self, batch):
         columns = super().__call__(batch)
         return {**columns, "rewards": columns["rewards"][:, None]}
+
+
+class Stalls(OfflinePreLearner):
+    """In a Ray Data actor, touches the file ``started`` on its first call, then never
+    returns from it: a materialization that runs until it is stopped. (Called in the driver,
+    which checks the first rows, it maps them as usual.)"""
+
+    def __init__(self, *args, started: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.started = started
+
+    def __call__(self, batch):
+        import pathlib
+        import threading
+
+        import ray
+
+        if ray.get_runtime_context().get_actor_id() is None:
+            return super().__call__(batch)
+        pathlib.Path(self.started).touch()
+        threading.Event().wait()

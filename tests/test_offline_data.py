@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
@@ -74,6 +77,26 @@ def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):
         assert (data.sample()["rewards"] == -1.0).all()
     finally:
         data.stop()
+
+
+def test_stopping_a_stream_shuts_down_the_materialization_it_is_building(ray_session, tmp_path,
+                                                                         bc_config):
+    """The stream materializes its mapped data in a thread; ``stop()`` must end that
+    execution, not leave it running on (it touched Ray after ``ray.shutdown()`` and made Ray
+    Data start a new local instance)."""
+    started = tmp_path / "started"
+    config = bc_config.offline_data(prelearner_class="tests.prelearners:Stalls",
+                                    prelearner_kwargs={"started": str(started)})
+    streams_before = set(threading.enumerate())
+    data = OfflineData(config, SPACES).start()
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), "the PreLearner never got a batch"
+    data.stop()
+    stream_threads = [thread for thread in set(threading.enumerate()) - streams_before
+                      if thread.name == "offline-rl-batch-stream"]
+    assert stream_threads == []
 
 
 def test_errors_in_the_actor_pool_reach_the_caller(ray_session, tmp_path, bc_config):

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from offline_rl.data.stoppable_executions import stop_executions
 from offline_rl.errors import DataFormatError
 
 Batch = dict[str, np.ndarray]
@@ -228,11 +229,14 @@ class BatchStream:
         return StreamPosition(epoch, rows, ended=epoch <= self._counted_end)
 
     def stop(self) -> None:
-        """Stops the background thread and drops queued data. The thread ends after the fetch
-        in progress, waited for ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without
-        end (a ``streaming_split`` shard waits for the other learners to ask for the next
-        epoch), and then the daemon thread ends with the pipeline its owner stops next."""
+        """Stops the background thread and drops queued data. The Ray Data executions the
+        thread runs through ``stoppable_executions.materialize`` (building its dataset) are
+        shut down; otherwise the thread ends after the fetch in progress, waited for
+        ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without end (a
+        ``streaming_split`` shard waits for the other learners to ask for the next epoch), and
+        then the daemon thread ends with the pipeline its owner stops next."""
         self._stopping.set()
+        stop_executions(self._thread)
         self._thread.join(timeout=STOP_WAIT_S)
         self._pending.clear()
 

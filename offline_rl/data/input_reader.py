@@ -32,6 +32,7 @@ from offline_rl.data.input_files import (
     list_data_files,
     read_method_suffixes,
 )
+from offline_rl.data.stoppable_executions import materialize
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import absolute_path, filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
@@ -360,7 +361,7 @@ def read_input(config: DataConfig) -> ray.data.Dataset:
         warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
         dataset = read()
     if options.materialize_data:
-        dataset = dataset.materialize()
+        dataset = materialize(dataset)
     return dataset
 
 

@@ -29,6 +29,7 @@ from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
 from offline_rl.data.prelearner import OfflinePreLearner, map_batches_callable, map_in_process
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
+from offline_rl.data.stoppable_executions import materialize
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.placement import (
     available_cpus,
@@ -249,8 +250,9 @@ class OfflineData:
             fn_constructor_kwargs=self._prelearner_kwargs(),
             **self._pool_kwargs,
         )
-        materialize = config.offline_data.materialize_mapped_data
-        self.dataset = dataset.materialize() if materialize else dataset
+        if config.offline_data.materialize_mapped_data:
+            dataset = materialize(dataset)
+        self.dataset = dataset
         return self.dataset
 
     def _prelearner_kwargs(self) -> dict[str, Any]:
@@ -263,7 +265,7 @@ class OfflineData:
         PreLearner call (Ray Data's ``repartition``)."""
         source = (self.data if self.data is not None else
                   read_input(self._read_config().with_data_options(materialize_data=False)))
-        raw = source.repartition(target_num_rows_per_block=self._rows_per_call()).materialize()
+        raw = materialize(source.repartition(target_num_rows_per_block=self._rows_per_call()))
         self._parts = raw.to_arrow_refs()
         if not self._parts:
             raise DataFormatError(f"the input {self.config.offline_data.input_} holds no rows")
