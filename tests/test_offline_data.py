@@ -176,8 +176,13 @@ def test_pool_defaults_fit_the_cluster_and_impossible_requests_fail():
     small = prelearner_pool_kwargs({}, {"CPU": 2}, 0)
     assert small["num_cpus"] == 1 and pool_size(small) == (1, 1)
     assert pool_size(prelearner_pool_kwargs({}, {"CPU": 16}, 4)) == (4, 4)
-    with pytest.raises(ResourceError, match="needs 2 actor.*= 3.0 CPUs.*has 2"):
-        prelearner_pool_kwargs({"concurrency": 2}, {"CPU": 2}, 0)
+    # num_cpus left to offline-rl: the actors share the CPU the read task leaves, saying so
+    with pytest.warns(UserWarning, match=r"PreLearner actors take 0.5 CPU each \(map_batches_"
+                                         r"kwargs\['num_cpus'\] not set\): 2 x 1 CPU do not fit"):
+        shared = prelearner_pool_kwargs({"concurrency": 2}, {"CPU": 2}, 0)
+    assert shared["num_cpus"] == 0.5 and pool_size(shared) == (2, 2)
+    with pytest.raises(ResourceError, match="needs 2 actor.*= 3 CPUs.*has 2"):
+        prelearner_pool_kwargs({"concurrency": 2, "num_cpus": 1}, {"CPU": 2}, 0)
     with pytest.raises(ConfigError, match="batch_size"):
         prelearner_pool_kwargs({"batch_size": 64}, {"CPU": 8}, 0)
     assert pool_size(prelearner_pool_kwargs({"concurrency": (1, 4), "num_cpus": 0.5},

@@ -100,10 +100,10 @@ def test_bad_mixes_are_refused(input_, message):
 
 def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_session,
                                                                          cartpole_data):
-    # One runner of 1 CPU (the default) beside a PreLearner and the read task on 2 CPUs.
+    # One runner of 1 CPU, asked for, beside a PreLearner and the read task on 2 CPUs.
     config = sampler_config(BCConfig, cartpole_data).env_runners(num_env_runners=1,
                                                                  num_cpus_per_env_runner=1)
-    with pytest.raises(ResourceError, match=r"1 CPU for learners and env runners = 3\.0 CPUs.*"
+    with pytest.raises(ResourceError, match=r"1 CPU for learners and env runners = 3 CPUs.*"
                                             r"num_cpus_per_env_runner: 0 shares the CPUs"):
         config.build()
 

@@ -57,8 +57,9 @@ def expert_model_config() -> DefaultModelConfig:
 def best_checkpoint(ray_session, cartpole_data, tmp_path_factory) -> str:
     """Example 1, "pre-train an expert": BC on the scripted expert's data through Tune (see the
     module docstring), stopped on the evaluation return, checkpointed every iteration. A trial
-    takes a CPU for itself, one for reading and one per PreLearner by default: 3, so on 2 CPUs
-    the trial's process and its PreLearner take half a CPU each."""
+    takes a CPU for itself, one for reading and one per PreLearner where they fit: 3, so on 2
+    CPUs the trial's process and its PreLearner take half a CPU each, given here by hand
+    (example 3's trial is left to size itself)."""
     config = (
         BCConfig()
         .environment("CartPole-v1")
@@ -109,13 +110,16 @@ def data_path(best_checkpoint, cartpole_data, tmp_path_factory) -> str:
     data_path = str(tmp_path_factory.mktemp("docs_rllib_offline_recording"))
     config = recording_config(cartpole_data, data_path, output_write_episodes=True,
                               output_max_rows_per_file=25)
+    # A CPU for each of the example's 5 runners, asked for, cannot fit; left at "auto", the
+    # runners share the CPUs, saying so.
     with pytest.raises(ResourceError, match=r"5 env runner\(s\) x 1 CPU need 5 CPU, but the "
                                             r"Ray cluster has 2; lower num_env_runners"):
-        config.build()
-    # Sized to the test cluster: 2 runners sharing the CPUs, 20 episodes per evaluate().
-    config.evaluation(evaluation_num_env_runners=2, evaluation_duration=20).env_runners(
-        num_cpus_per_env_runner=0).debugging(seed=0)
-    algo = config.build()
+        config.copy().env_runners(num_cpus_per_env_runner=1).build()
+    # Sized to the test's time: 2 runners, 20 episodes per evaluate().
+    config.evaluation(evaluation_num_env_runners=2, evaluation_duration=20).debugging(seed=0)
+    with pytest.warns(UserWarning, match=r"env runners share the CPUs \(num_cpus_per_env_runner"
+                                         r"='auto'\): 2 x 1 CPU do not fit beside the 2"):
+        algo = config.build()
     algo.restore_from_path(best_checkpoint, component=COMPONENT_RL_MODULE)
     for _ in range(2):
         eval_results = algo.evaluate()
@@ -134,8 +138,8 @@ def test_expert_recording_holds_whole_episodes_per_runner_folder(data_path):
     assert all(pq.read_metadata(path).num_rows <= 25 for path in parquet)
 
 
-def bc_config(input_path: str, *, concurrency: int, num_cpus: float) -> BCConfig:
-    """Example 3's config, with the PreLearner pool's ``concurrency``/``num_cpus`` given."""
+def bc_config(input_path: str, **map_batches_kwargs: float) -> BCConfig:
+    """Example 3's config, with the PreLearner pool's ``map_batches_kwargs`` given."""
     return (
         BCConfig()
         .environment(env="CartPole-v1")
@@ -145,7 +149,7 @@ def bc_config(input_path: str, *, concurrency: int, num_cpus: float) -> BCConfig
             input_=[input_path],
             input_read_episodes=True,
             input_read_batch_size=512,
-            map_batches_kwargs={"concurrency": concurrency, "num_cpus": num_cpus},
+            map_batches_kwargs=map_batches_kwargs,
             iter_batches_kwargs={"prefetch_batches": 2, "local_shuffle_buffer_size": None},
             dataset_num_iters_per_learner=1,
         )
@@ -175,17 +179,18 @@ def test_bc_on_saved_experiences_through_tune(data_path, tmp_path):
                                             r"\{'CPU': 4.0\}\), but the Ray cluster has 2"):
         tune.Tuner("BC", param_space=exact, run_config=run_config).fit()
 
-    # Sized to 2 CPUs: half a CPU for the trial's process and for its one PreLearner, one for
-    # the read task, and the evaluation runner shares them. lr=3e-3: at BC's default (1e-4,
-    # the example's) the small data needs more than MAX_ITERATIONS updates to reach 450; 20
-    # updates per iteration, where the example's 1 has the trial evaluate every 3 updates.
-    config = (bc_config(data_path, concurrency=1, num_cpus=0.5)
-              .resources(num_cpus_for_main_process=0.5)
-              .env_runners(num_cpus_per_env_runner=0)
-              .training(lr=3e-3)
-              .offline_data(dataset_num_iters_per_learner=20)
-              .debugging(seed=0))
-    (result,) = tune.Tuner("BC", param_space=config, run_config=run_config).fit()
+    # Without the hand-sized pool, the trial fits 2 CPUs by itself: half a CPU for its process
+    # and for its one PreLearner, one for the read task, and the evaluation runner shares them.
+    # lr=3e-3: at BC's default (1e-4, the example's) the small data needs more than
+    # MAX_ITERATIONS updates to reach 450; 20 updates per iteration, where the example's 1 has
+    # the trial evaluate every 3 updates.
+    config = (bc_config(data_path).training(lr=3e-3)
+              .offline_data(dataset_num_iters_per_learner=20).debugging(seed=0))
+    with pytest.warns(UserWarning, match=r"a BC trial sized to the cluster's 2 CPUs \(options "
+                                         r"left at 'auto'\): num_cpus_for_main_process=0.5, "
+                                         r"num_cpus_per_env_runner=0, map_batches_kwargs\["
+                                         r"'num_cpus'\]=0.5"):
+        (result,) = tune.Tuner("BC", param_space=config, run_config=run_config).fit()
 
     assert result.error is None
     assert result.metrics[EVALUATION_RESULTS][ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN] >= 450
@@ -366,7 +371,7 @@ def test_scaling_examples_that_exceed_the_cluster_say_so(ray_session, cartpole_d
     config = (BCConfig().environment("CartPole-v1")
               .offline_data(input_=str(cartpole_data),
                             map_batches_kwargs={"concurrency": 10, "num_cpus": 4}))
-    with pytest.raises(ResourceError, match=r"10 actor\(s\) x 4.0 CPU .* but the Ray cluster "
+    with pytest.raises(ResourceError, match=r"10 actor\(s\) x 4 CPU .* but the Ray cluster "
                                             r"has 2"):
         config.build()
     config.offline_data(map_batches_kwargs={}).learners(num_learners=4, num_gpus_per_learner=1)

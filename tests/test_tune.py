@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import pytest
 
 from offline_rl import BCConfig
-from offline_rl.algorithms.trainable import trial_bundles
+from offline_rl.algorithms.trainable import fit_trial, trial_bundles
 from offline_rl.errors import ConfigError
 
 RESOLVE_BC = ("from ray.tune.registry import get_trainable_cls\n"
@@ -91,6 +92,26 @@ def test_a_trial_reserves_what_it_starts():
     assert trial_bundles(config) == [{"CPU": 1.0}, {"CPU": 11.0}]
     config.learners(num_learners=0, num_gpus_per_learner=1).resources(num_cpus_for_main_process=2)
     assert trial_bundles(config) == [{"CPU": 2.0, "GPU": 1.0}, {"CPU": 9.0}]
+
+
+def test_a_trial_left_at_auto_fits_the_cluster_and_numbers_given_are_kept():
+    config = (BCConfig().offline_data(map_batches_kwargs={"concurrency": 2})
+              .evaluation(evaluation_num_env_runners=1))
+    assert trial_bundles(config) == [{"CPU": 1.0}, {"CPU": 4.0}]
+    # 4 CPUs: the runner shares them; 3: the process and the 2 PreLearners share what is left
+    with pytest.warns(UserWarning, match=r"num_cpus_for_main_process=1, num_cpus_per_env_runner"
+                                         r"=0, map_batches_kwargs\['num_cpus'\]=1\."):
+        assert trial_bundles(fit_trial(config, 4)) == [{"CPU": 1.0}, {"CPU": 3.0}]
+    with pytest.warns(UserWarning, match=r"a BC trial sized to the cluster's 3 CPUs \(options "
+                                         r"left at 'auto'\): num_cpus_for_main_process=0.6666"):
+        assert trial_bundles(fit_trial(config, 3)) == [{"CPU": 0.6666}, {"CPU": 2.3332}]
+    given = config.copy().resources(num_cpus_for_main_process=1)
+    assert trial_bundles(fit_trial(given, 3, warn=False)) == [{"CPU": 1.0}, {"CPU": 2.0}]
+    # Numbers that cannot fit are left for default_resource_request to refuse
+    pinned = config.copy().offline_data(map_batches_kwargs={"concurrency": 4, "num_cpus": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert trial_bundles(fit_trial(pinned, 3)) == trial_bundles(pinned)
 
 
 def test_parallel_evaluation_needs_evaluation_runners():

@@ -18,6 +18,7 @@ from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
 from offline_rl.data.mixed_data import open_offline_data
 from offline_rl.data.offline_data import OfflineData
+from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.models.multi_rl_module import MultiRLModule
@@ -33,7 +34,7 @@ from offline_rl.names import (
     OFF_POLICY_ESTIMATION,
     OFFLINE_EVAL_RESULTS,
 )
-from offline_rl.recording.recorder import Recorder, check_env_runners_fit, check_output
+from offline_rl.recording.recorder import Recorder, check_output, checked_env_runner_cpus
 from offline_rl.recording.recorder_config import RecorderConfig
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class Algorithm:
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
         if output and self.evaluator is not None:
-            check_env_runners_fit(self.recording_config())
+            checked_env_runner_cpus(self.recording_config(), beside=PIPELINE_CPUS)
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
@@ -146,7 +147,7 @@ class Algorithm:
         spec = with_observation_statistics(self.config, self.config.get_rl_module_spec(*spaces),
                                            self.offline_data)
         runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
-        cpus_per_runner = sections.env_runners.num_cpus_per_env_runner
+        cpus_per_runner = env_runner_cpus(sections.env_runners.num_cpus_per_env_runner, runners)
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
                                           reserved_cpus=runners * cpus_per_runner
                                           + sampler_cpus(self.config))
@@ -305,7 +306,7 @@ class Algorithm:
         started = time.perf_counter()
         policy = copy.deepcopy(self.module).cpu()
         if self.recorder is None:
-            self.recorder = Recorder(self.recording_config(), policy)
+            self.recorder = Recorder(self.recording_config(), policy, beside_cpus=PIPELINE_CPUS)
             policy = None
         recorded = self.recorder.record(self.config.sections.evaluation.evaluation_duration,
                                         policy=policy, progress=False)

@@ -113,16 +113,18 @@ class AlgorithmConfig(FlatAccess):
         ``"STRICT_SPREAD"``)."""
         return self._set(self.sections.learners, locals())
 
-    def resources(self, *, num_cpus_for_main_process: float = NotProvided) -> AlgorithmConfig:
-        """CPUs the algorithm's own process reserves as a Ray Tune trial (``trainable``)."""
+    def resources(self, *, num_cpus_for_main_process: float | str = NotProvided
+                  ) -> AlgorithmConfig:
+        """CPUs the algorithm's own process reserves as a Ray Tune trial ("auto": see trainable)."""
         return self._set(self.sections.resources, locals())
 
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
-                    num_cpus_per_env_runner: float = NotProvided,
+                    num_cpus_per_env_runner: float | str = NotProvided,
                     batch_mode: str = NotProvided) -> AlgorithmConfig:
         """The Ray actors that play the policy when recording (``Recorder``, or ``evaluate()``
-        with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor."""
+        with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor ("auto":
+        1 where they fit beside the rest of the run, else 0, sharing the CPUs)."""
         return self._set(self.sections.env_runners, locals())
 
     def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,

@@ -23,6 +23,7 @@ from typing import Any
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.module_weights import numpy_state
 from offline_rl.data.offline_data import OfflineData
+from offline_rl.data.resources import env_runner_cpus
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.online_sampler import OnlineSampler
 from offline_rl.settings.sources import is_mixed, weighted_sources
@@ -35,7 +36,8 @@ def sampler_cpus(config: Any) -> float:
     if not (is_mixed(input_) and weighted_sources(input_)[1]):
         return 0
     runners = sections.env_runners
-    return runners.num_env_runners * runners.num_cpus_per_env_runner
+    return runners.num_env_runners * env_runner_cpus(runners.num_cpus_per_env_runner,
+                                                     runners.num_env_runners)
 
 
 class OnlineTraining:

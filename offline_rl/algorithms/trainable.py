@@ -10,9 +10,10 @@ one placement group, everything it starts: ``num_cpus_for_main_process`` for its
 learner and its evaluation), then one bundle for the read task, the PreLearner pool, remote
 learners and env runner actors (``offline_rl.placement`` keeps them there). So trials of a
 ``tune.grid_search`` share a cluster without taking each other's CPUs: Tune starts a trial once
-all of its resources are free. Tune's checkpoints are the algorithm's own
-(``Algorithm.from_checkpoint(result.checkpoint.path)``), and a trial reports the latest
-evaluation in every result, so that a stop criterion on
+all of its resources are free. CPU options left at ``"auto"`` are fitted to the cluster
+(``fit_trial``), so that a trial at default resources runs on a small machine. Tune's
+checkpoints are the algorithm's own (``Algorithm.from_checkpoint(result.checkpoint.path)``),
+and a trial reports the latest evaluation in every result, so that a stop criterion on
 ``evaluation/env_runners/episode_return_mean`` is seen in every iteration.
 
 Examples:
@@ -27,6 +28,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,9 +41,10 @@ from offline_rl.algorithms.registry import (
     register_config_classes_with_tune,
     registered_algorithms,
 )
-from offline_rl.data.resources import READ_TASK_CPUS, pool_range
-from offline_rl.errors import ResourceError
+from offline_rl.data.resources import AUTO, READ_TASK_CPUS, pool_range
+from offline_rl.errors import ResourceError, warn_at_caller
 from offline_rl.names import EVALUATION_RESULTS
+from offline_rl.placement import current_placement_group
 
 if TYPE_CHECKING:
     # Registering runs whenever offline_rl and ray.tune are both imported, possibly while a
@@ -65,25 +68,34 @@ class AlgorithmTrainable(tune.Trainable):
     def default_resource_request(cls, config: dict[str, Any]) -> tune.PlacementGroupFactory:
         """The trial's placement group (see the module docstring); raises ``ResourceError``
         when the cluster could never hold it, where Tune would wait forever."""
-        bundles = trial_bundles(cls.algorithm_config(config))
-        if ray.is_initialized():
-            cluster = ray.cluster_resources()
-            for name in ("CPU", "GPU"):
-                needed = sum(bundle.get(name, 0) for bundle in bundles)
-                if needed > cluster.get(name, 0):
-                    raise ResourceError(
-                        f"a {cls.algorithm_name} trial needs {needed:g} {name} "
-                        f"({' + '.join(map(str, bundles))}), but the Ray cluster has "
-                        f"{cluster.get(name, 0):g}; no trial could ever start. Lower "
-                        "map_batches_kwargs['concurrency'] or ['num_cpus'], the env runners "
-                        "or num_cpus_for_main_process (config.resources(...)), or add CPUs.")
+        trial = cls.algorithm_config(config)
+        if not ray.is_initialized():
+            return tune.PlacementGroupFactory(trial_bundles(trial))
+        cluster = ray.cluster_resources()
+        bundles = trial_bundles(fit_trial(trial, cluster.get("CPU", 0.0)))
+        for name in ("CPU", "GPU"):
+            needed = sum(bundle.get(name, 0) for bundle in bundles)
+            if needed > cluster.get(name, 0):
+                raise ResourceError(
+                    f"a {cls.algorithm_name} trial needs {needed:g} {name} "
+                    f"({' + '.join(map(str, bundles))}), but the Ray cluster has "
+                    f"{cluster.get(name, 0):g}; no trial could ever start. Lower "
+                    "map_batches_kwargs['concurrency'] or ['num_cpus'], the env runners "
+                    "or num_cpus_for_main_process (config.resources(...)), or add CPUs.")
         return tune.PlacementGroupFactory(bundles)
 
     def setup(self, config: dict[str, Any]) -> None:
         # Tune runs each trial in its own folder; relative input_/output paths mean what they
         # mean where Tune was started (the folder Tune left, which it records here).
         os.chdir(os.environ.get("TUNE_ORIG_WORKING_DIR", os.getcwd()))
-        self.algorithm: Algorithm = self.algorithm_config(config).build()
+        # The CPUs left at "auto", as default_resource_request fitted them: the group holds
+        # what it fitted to the cluster, so fitting to the group gives the same numbers.
+        group = current_placement_group()
+        trial = self.algorithm_config(config)
+        if group is not None:
+            trial = fit_trial(trial, sum(bundle.get("CPU", 0.0) for bundle in group.bundle_specs),
+                              warn=False)
+        self.algorithm: Algorithm = trial.build()
         self.last_evaluation: dict[str, Any] | None = None
 
     def step(self) -> dict[str, Any]:
@@ -106,25 +118,75 @@ class AlgorithmTrainable(tune.Trainable):
 def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
     """A trial's placement group: ``num_cpus_for_main_process`` (and the local learner's GPU),
     then the read task, the PreLearner pool at its largest, the remote learners and the env
-    runner actors (``evaluation_num_env_runners``, or ``num_env_runners`` when recording)."""
+    runner actors (``evaluation_num_env_runners``, or ``num_env_runners`` when recording).
+    CPU options left at ``"auto"`` count 1 CPU (``fit_trial`` shrinks them); amounts are
+    rounded to Ray's granularity, 1e-4."""
     sections = config.sections
     learners, env_runners = sections.learners, sections.env_runners
     remote = learners.num_learners
     learner_cpus = learners.num_cpus_per_learner
-    if learner_cpus == "auto":
+    if learner_cpus == AUTO:
         learner_cpus = 0 if learners.num_gpus_per_learner else 1
     pool = dict(sections.offline_data.map_batches_kwargs)
     _, actors = pool_range(pool.get("concurrency", 1))
+    main_cpus, runner_cpus, actor_cpus = (
+        1.0 if value == AUTO else value for value in (
+            sections.resources.num_cpus_for_main_process, env_runners.num_cpus_per_env_runner,
+            pool.get("num_cpus", AUTO)))
     runners = sections.evaluation.evaluation_num_env_runners or (
         env_runners.num_env_runners if sections.offline_data.output else 0)
-    main = {"CPU": sections.resources.num_cpus_for_main_process,
-            "GPU": 0 if remote else learners.num_gpus_per_learner}
-    work = {"CPU": READ_TASK_CPUS + actors * pool.get("num_cpus", 1) + remote * learner_cpus
-            + runners * env_runners.num_cpus_per_env_runner,
+    main = {"CPU": main_cpus, "GPU": 0 if remote else learners.num_gpus_per_learner}
+    work = {"CPU": READ_TASK_CPUS + actors * actor_cpus + remote * learner_cpus
+            + runners * runner_cpus,
             "GPU": actors * pool.get("num_gpus", 0) + remote * learners.num_gpus_per_learner}
-    bundles = [{name: float(amount) for name, amount in bundle.items() if amount}
+    bundles = [{name: round(float(amount), 4) for name, amount in bundle.items() if amount}
                for bundle in (main, work)]
     return [bundle for bundle in bundles if bundle]
+
+
+def fit_trial(config: AlgorithmConfig, cpus: float, *, warn: bool = True) -> AlgorithmConfig:
+    """A copy of ``config`` whose CPU options left at ``"auto"`` (``num_cpus_for_main_process``,
+    ``num_cpus_per_env_runner``, the PreLearners' ``map_batches_kwargs['num_cpus']``) are
+    numbers: 1 each where the trial fits in ``cpus``, else the env runners 0 (sharing the
+    CPUs), then the trial's process and its PreLearners equal shares of what is left (with a
+    warning saying so). Numbers the user gave are kept.
+
+    Examples:
+        >>> from offline_rl import BCConfig
+        >>> config = BCConfig().evaluation(evaluation_num_env_runners=1)
+        >>> trial_bundles(config), trial_bundles(fit_trial(config, 2, warn=False))
+        ([{'CPU': 1.0}, {'CPU': 3.0}], [{'CPU': 0.5}, {'CPU': 1.5}])
+    """
+    sections = config.sections
+    pool = dict(sections.offline_data.map_batches_kwargs)
+    _, actors = pool_range(pool.get("concurrency", 1))
+    requested = {"main": sections.resources.num_cpus_for_main_process,
+                 "runner": sections.env_runners.num_cpus_per_env_runner,
+                 "actor": pool.get("num_cpus", AUTO)}
+    auto = {part for part, value in requested.items() if value == AUTO}
+    part_cpus = {part: 1.0 if part in auto else value for part, value in requested.items()}
+    fitted = config.copy()
+
+    def fit(**shrunk: float) -> float:
+        """Gives the parts left at "auto" the ``shrunk`` CPUs; the CPUs the trial needs."""
+        part_cpus.update({part: cpus for part, cpus in shrunk.items() if part in auto})
+        fitted.resources(num_cpus_for_main_process=part_cpus["main"]).env_runners(
+            num_cpus_per_env_runner=part_cpus["runner"]).offline_data(
+            map_batches_kwargs={**pool, "num_cpus": part_cpus["actor"]})
+        return sum(bundle.get("CPU", 0.0) for bundle in trial_bundles(fitted))
+
+    if fit() > cpus and fit(runner=0.0) > cpus:
+        sharing = ("main" in auto) + actors * ("actor" in auto)
+        share = math.floor((cpus - fit(main=0.0, actor=0.0)) / max(sharing, 1) * 1e4) / 1e4
+        if share <= 0 or fit(main=min(1.0, share), actor=min(1.0, share)) > cpus + 1e-9:
+            return config  # refused by default_resource_request, with the numbers asked for
+    if warn and any(part_cpus[part] != 1.0 for part in auto):
+        warn_at_caller(
+            f"a {config.algo_name} trial sized to the cluster's {cpus:g} CPUs (options left at "
+            f"'auto'): num_cpus_for_main_process={part_cpus['main']:g}, "
+            f"num_cpus_per_env_runner={part_cpus['runner']:g}, "
+            f"map_batches_kwargs['num_cpus']={part_cpus['actor']:g}. Set them to choose.")
+    return fitted
 
 
 def trainable_class(algorithm_name: str) -> type[AlgorithmTrainable]:

@@ -1,4 +1,8 @@
-"""Sizing the PreLearner actor pool so it fits the Ray cluster it runs on."""
+"""Sizing what a run starts (the PreLearner actor pool, env runners) so it fits the Ray
+cluster it runs on. CPU options left at ``"auto"`` (``num_cpus_per_env_runner``, the pool's
+``num_cpus`` when ``map_batches_kwargs`` does not name it) take 1 CPU where that fits and shrink
+where it does not, with one warning saying so; numbers the user gives are kept, and a run they
+cannot fit fails at once with the numbers."""
 
 from __future__ import annotations
 
@@ -7,12 +11,17 @@ from typing import Any
 
 from ray.data import ActorPoolStrategy
 
-from offline_rl.errors import ConfigError, ResourceError
+from offline_rl.errors import ConfigError, ResourceError, warn_at_caller
+from offline_rl.placement import usable_resources
 
 #: CPUs a Ray Data read task holds while the pool runs.
 READ_TASK_CPUS = 1.0
 #: Most PreLearner actors started by default (more rarely helps a single learner).
 DEFAULT_MAX_ACTORS = 4
+#: A CPU option offline-rl sizes to what Ray offers.
+AUTO = "auto"
+#: CPUs the data pipeline holds at its smallest by default: a read task, one 1-CPU PreLearner.
+PIPELINE_CPUS = READ_TASK_CPUS + 1.0
 
 
 def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapping[str, float],
@@ -41,13 +50,14 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
             "PreLearner call receives"
         )
     kwargs = dict(requested)
-    kwargs.setdefault("num_cpus", 1)
+    total = float(cluster_resources.get("CPU", 0))
+    free = total - READ_TASK_CPUS - reserved_cpus
+    if "num_cpus" not in kwargs:
+        kwargs["num_cpus"] = _auto_prelearner_cpus(kwargs, free)
     _check_gpus(kwargs, cluster_resources)
     if "compute" in kwargs:
         return kwargs
     cpus_per_actor = float(kwargs["num_cpus"])
-    total = float(cluster_resources.get("CPU", 0))
-    free = total - READ_TASK_CPUS - reserved_cpus
     if "concurrency" not in kwargs:
         fitting = int(free // cpus_per_actor) if cpus_per_actor else DEFAULT_MAX_ACTORS
         kwargs["concurrency"] = max(1, min(DEFAULT_MAX_ACTORS, fitting))
@@ -55,15 +65,52 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
     needed = minimum * cpus_per_actor + READ_TASK_CPUS + reserved_cpus
     if needed > total:
         raise ResourceError(
-            f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor} CPU + "
-            f"{READ_TASK_CPUS} CPU for reading + {reserved_cpus} CPU for learners and env "
-            f"runners = {needed} CPUs, but the Ray cluster has {total:g}. Lower "
+            f"the PreLearner pool needs {minimum} actor(s) x {cpus_per_actor:g} CPU + "
+            f"{READ_TASK_CPUS:g} CPU for reading + {reserved_cpus:g} CPU for learners and env "
+            f"runners = {needed:g} CPUs, but the Ray cluster has {total:g}. Lower "
             "map_batches_kwargs['concurrency'] or ['num_cpus'], the learners' or env runners' "
             "(evaluation's, the sampler's) CPUs (num_cpus_per_learner, num_cpus_per_env_runner: "
             "0 shares the CPUs), or add CPUs."
         )
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs
+
+
+def _auto_prelearner_cpus(kwargs: Mapping[str, Any], free: float) -> float:
+    """A PreLearner's CPUs when ``map_batches_kwargs`` does not name them: 1, or, where the
+    smallest pool of 1-CPU actors does not fit in the ``free`` CPUs, its share of them."""
+    if "compute" in kwargs:
+        return 1.0
+    minimum, _ = pool_range(kwargs.get("concurrency", 1))
+    if minimum <= free or free <= 0:
+        return 1.0
+    share = free / minimum
+    warn_at_caller(f"PreLearner actors take {share:g} CPU each (map_batches_kwargs['num_cpus']"
+                   f" not set): {minimum} x 1 CPU do not fit in the {free:g} CPU(s) left beside "
+                   "the read task, the learners and the env runners. Set "
+                   "map_batches_kwargs['num_cpus'] to choose.")
+    return share
+
+
+def env_runner_cpus(requested: float | str, num_runners: int,
+                    beside: float = PIPELINE_CPUS) -> float:
+    """CPUs per env runner: ``requested``, or for ``"auto"`` 1 when ``num_runners`` of them
+    fit in the usable CPUs beside ``beside`` CPUs (what else the run holds: by default the
+    data pipeline), else 0: the runners then share the CPUs, with a warning saying so.
+
+    Examples:
+        >>> env_runner_cpus("auto", 2, beside=0), env_runner_cpus(0.5, 2)   # on 2 CPUs
+        (1.0, 0.5)
+    """
+    if requested != AUTO:
+        return float(requested)
+    usable = usable_resources().get("CPU", 0.0)
+    if not num_runners or num_runners + beside <= usable:
+        return 1.0
+    warn_at_caller(f"env runners share the CPUs (num_cpus_per_env_runner='auto'): {num_runners} "
+                   f"x 1 CPU do not fit beside the {beside:g} the rest of the run holds, in "
+                   f"{usable:g}. Set num_cpus_per_env_runner to choose.")
+    return 0.0
 
 
 def _check_gpus(kwargs: Mapping[str, Any], cluster_resources: Mapping[str, float]) -> None:

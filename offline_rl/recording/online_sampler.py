@@ -42,13 +42,14 @@ import ray
 import torch
 
 from offline_rl.data.actors import kill_actors
+from offline_rl.data.resources import PIPELINE_CPUS
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.output_folder import new_run_id
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import (
     RUNNER_SEED_STRIDE,
-    check_env_runners_fit,
+    checked_env_runner_cpus,
     close_writer,
     runner_writer,
     write_episode,
@@ -65,10 +66,9 @@ class OnlineSampler:
 
     def __init__(self, config: RecorderConfig, module_spec: RLModuleSpec, *,
                  record: bool = False):
-        check_env_runners_fit(config)
+        cpus = checked_env_runner_cpus(config, beside=PIPELINE_CPUS)
         run_id = new_run_id() if record else None
-        runner = ray.remote(num_cpus=config.env_runners.num_cpus_per_env_runner,
-                            max_restarts=0)(_SamplerRunner)
+        runner = ray.remote(num_cpus=cpus, max_restarts=0)(_SamplerRunner)
         self.runners = [runner.remote(config, module_spec, index, run_id)
                         for index in range(config.env_runners.num_env_runners)]
         self._pending: list[ray.ObjectRef] = []

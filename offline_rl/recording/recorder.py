@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from offline_rl.data.actors import kill_actors
 from offline_rl.data.io_context import IOContext
+from offline_rl.data.resources import env_runner_cpus
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
@@ -44,7 +45,8 @@ class Recorder:
     same folder adds episodes and never replaces earlier ones. An output folder that holds
     files offline-rl did not write is refused (``OutputError``) unless ``overwrite=True``
     (which writes beside them, leaving them untouched); so is an output that is ``input_``
-    (the training data) or inside it.
+    (the training data) or inside it. ``num_cpus_per_env_runner="auto"`` gives each actor a
+    CPU where all fit beside the ``beside_cpus`` the rest of the run holds, else none.
 
     Examples:
         >>> import tempfile
@@ -65,14 +67,13 @@ class Recorder:
 
     @surface_errors
     def __init__(self, config: RecorderConfig, policy: Any, *, input_: Any = None,
-                 overwrite: bool = False):
+                 overwrite: bool = False, beside_cpus: float = 0.0):
         if not config.offline_data.output:
             raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
         if config.environment.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
         check_output(config, input_=input_, overwrite=overwrite)
-        check_env_runners_fit(config)
-        runner = ray.remote(num_cpus=config.env_runners.num_cpus_per_env_runner)(_EnvRunner)
+        runner = ray.remote(num_cpus=checked_env_runner_cpus(config, beside_cpus))(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
         self.runners = [runner.remote(config, policy, index, self.run_id, overwrite)
@@ -130,13 +131,17 @@ class Recorder:
             self.stop()
 
 
-def check_env_runners_fit(config: RecorderConfig) -> None:
-    """Raises ``ResourceError`` when the env runner actors cannot all be placed."""
+def checked_env_runner_cpus(config: RecorderConfig, beside: float = 0.0) -> float:
+    """CPUs per env runner actor (``"auto"``: sized beside ``beside`` CPUs the rest of the run
+    holds, see ``env_runner_cpus``); raises ``ResourceError`` when the actors cannot all be
+    placed."""
     runners = config.env_runners
-    check_fits(f"{runners.num_env_runners} env runner(s) x {runners.num_cpus_per_env_runner:g} CPU",
-               {"CPU": runners.num_env_runners * runners.num_cpus_per_env_runner},
+    cpus = env_runner_cpus(runners.num_cpus_per_env_runner, runners.num_env_runners, beside)
+    check_fits(f"{runners.num_env_runners} env runner(s) x {cpus:g} CPU",
+               {"CPU": runners.num_env_runners * cpus},
                "lower num_env_runners (evaluation_num_env_runners when evaluate() records) or "
                "num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
+    return cpus
 
 
 def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool = False

@@ -90,6 +90,8 @@ A_BOOL = Rule("True or False", lambda value: isinstance(value, bool))
 AN_INT_AT_LEAST_0 = Rule("an int >= 0", lambda value: is_int_at_least(value, 0))
 AN_INT_AT_LEAST_1 = Rule("an int >= 1", lambda value: is_int_at_least(value, 1))
 A_NUMBER_AT_LEAST_0 = Rule("a number >= 0", lambda value: is_finite_number(value) and value >= 0)
+AUTO_OR_A_NUMBER_AT_LEAST_0 = Rule(
+    "'auto' or a number >= 0", lambda value: value == "auto" or A_NUMBER_AT_LEAST_0.holds(value))
 A_NUMBER_ABOVE_0 = Rule("a number > 0", lambda value: is_finite_number(value) and value > 0)
 KEYWORD_ARGUMENTS = Rule("a dict of keyword arguments", lambda value: isinstance(value, dict))
 

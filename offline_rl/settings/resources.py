@@ -9,6 +9,7 @@ from offline_rl.settings.options import (
     A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
+    AUTO_OR_A_NUMBER_AT_LEAST_0,
     Rule,
     Section,
     one_of,
@@ -33,9 +34,7 @@ class LearnersConfig(Section):
     num_gpus_per_learner: float = option(0, A_NUMBER_AT_LEAST_0)
     #: CPUs per learner; ``"auto"``: 0 with a GPU, else 1 when that fits beside the data
     #: pipeline, else 0.
-    num_cpus_per_learner: float | str = option("auto", Rule(
-        "'auto' or a number >= 0",
-        lambda value: value == "auto" or A_NUMBER_AT_LEAST_0.holds(value)))
+    num_cpus_per_learner: float | str = option("auto", AUTO_OR_A_NUMBER_AT_LEAST_0)
     #: How the learners' placement group spreads them over nodes.
     placement_strategy: str = option("PACK", one_of(*PLACEMENT_STRATEGIES))
 
@@ -51,8 +50,9 @@ class LearnersConfig(Section):
 class ResourcesConfig(Section):
     """See ``AlgorithmConfig.resources``."""
 
-    #: CPUs the algorithm's own process reserves as a Ray Tune trial.
-    num_cpus_for_main_process: float = option(1, A_NUMBER_AT_LEAST_0)
+    #: CPUs the algorithm's own process reserves as a Ray Tune trial; ``"auto"``: 1, or less
+    #: when the trial would not fit the cluster (shared with the PreLearners).
+    num_cpus_for_main_process: float | str = option("auto", AUTO_OR_A_NUMBER_AT_LEAST_0)
 
 
 @dataclass
@@ -63,8 +63,9 @@ class EnvRunnersConfig(Section):
     num_env_runners: int = option(1, AN_INT_AT_LEAST_1)
     #: Vectorized envs per actor.
     num_envs_per_env_runner: int = option(1, AN_INT_AT_LEAST_1)
-    #: CPUs per actor (evaluation runners too).
-    num_cpus_per_env_runner: float = option(1, A_NUMBER_AT_LEAST_0)
+    #: CPUs per actor (evaluation runners too); ``"auto"``: 1 where the runners fit beside the
+    #: rest of the run, else 0 (they share the CPUs).
+    num_cpus_per_env_runner: float | str = option("auto", AUTO_OR_A_NUMBER_AT_LEAST_0)
     #: RLlib's option; offline data holds whole episodes, so this is the one value.
     batch_mode: str = option("complete_episodes", Rule(
         "'complete_episodes' (offline data holds whole episodes)",
