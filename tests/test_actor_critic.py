@@ -5,6 +5,7 @@ hand-checkable batches, two learners in lockstep, checkpoints, learning."""
 from __future__ import annotations
 
 import copy
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -178,6 +179,16 @@ def test_a_bounded_mean_stays_inside_the_action_bounds_and_the_free_log_std_is_c
         module.log_std.fill_(log_std)
     inputs = module.forward_inference({"obs": torch.zeros(2, 3)})["action_dist_inputs"]
     torch.testing.assert_close(inputs, torch.tensor([[2.0, clipped], [2.0, clipped]]))
+
+
+def test_action_bounds_from_read_only_arrays_are_copied_without_a_warning():
+    """A space sent to a Ray actor (the sampler's runners) holds read-only arrays."""
+    actions = copy.deepcopy(PENDULUM_ACTIONS)
+    actions.low.flags.writeable = actions.high.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        module = ActorCriticTorchRLModule(BOX, actions, DefaultModelConfig(fcnet_hiddens=[8]))
+    torch.testing.assert_close(module.action_high, torch.tensor([2.0]))
 
 
 def test_log_std_bounds_must_be_low_then_high():

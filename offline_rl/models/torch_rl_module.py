@@ -66,10 +66,11 @@ class DefaultTorchRLModule(nn.Module):
         elif isinstance(action_space, gym.spaces.Box):
             self._dist_cls = TorchDiagGaussian
             outputs = TorchDiagGaussian.required_input_dim(int(np.prod(action_space.shape)))
-            # The bounds as tensors on the module's device, for the losses that need them.
+            # The bounds as tensors on the module's device, for the losses that need them;
+            # copies (a space sent to a Ray actor holds read-only arrays, which torch warns of).
             for name, bound in (("action_low", action_space.low),
                                 ("action_high", action_space.high)):
-                self.register_buffer(name, torch.as_tensor(bound, dtype=torch.float32),
+                self.register_buffer(name, torch.tensor(bound, dtype=torch.float32),
                                      persistent=False)
         else:
             raise ValueError(f"DefaultTorchRLModule supports Discrete or Box actions, got "
