@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 
 import ray
+import ray.data
 
 from offline_rl.placement import available_cpus, usable_resources
 
@@ -38,6 +39,14 @@ def kill_actors(actors: Sequence[ray.actor.ActorHandle], timeout_s: float = STOP
         ray.kill(actor, no_restart=True)
     probes = [actor.__ray_ready__.remote() for actor in actors]
     ray.wait(probes, num_returns=len(probes), timeout=timeout_s)
+
+
+def kill_split_coordinators(shards: Sequence[ray.data.DataIterator]) -> None:
+    """Kills the Ray Data split coordinators behind ``streaming_split`` shards (one per split)
+    and waits until they are dead: the execution each runs ends with it, the actors it created
+    included (Ray ends actors with their owner), and a fetch that waits on one fails at once
+    instead of waiting without end."""
+    kill_actors(list(dict.fromkeys(shard._coord_actor for shard in shards)))
 
 
 def wait_for_cpus(cpus: float, timeout_s: float = STOP_WAIT_S) -> None:

@@ -29,6 +29,8 @@ _ERROR = "error"
 _POLL_S = 0.1
 #: Seconds ``stop`` waits for the fetch in progress.
 STOP_WAIT_S = 2.0
+#: The name Ray Data gives the threads that run an ``iter_batches`` pass.
+RAY_DATA_ITERATION_THREAD = "iter_threaded"
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,17 @@ class BatchStream:
         self._pending.clear()
 
 
+def wait_for_iteration_threads(timeout_s: float = STOP_WAIT_S) -> None:
+    """Waits, at most ``timeout_s``, until Ray Data's iteration threads in this process
+    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) have ended. A stopped stream's
+    end shortly after it, and as they end they clean up through Ray: after ``ray.shutdown()``
+    that ends the whole process ("The core worker has already been shutdown")."""
+    deadline = time.monotonic() + timeout_s
+    for thread in threading.enumerate():
+        if thread.name == RAY_DATA_ITERATION_THREAD:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def _num_rows(batch: Batch) -> int:
     return len(next(iter(batch.values())))
 
@@ -295,22 +308,31 @@ class EpochBatches:
                 batch_size=self.fetch_rows, batch_format="numpy",
                 **{"prefetch_batches": DEFAULT_PREFETCH_BATCHES, **self.iter_batches_kwargs}))
         tag = None
-        while True:
-            batch, self._next_epoch_rows = self._next_epoch_rows, None
-            if batch is None:
-                batch = next(self._pass, None)
-            if batch is None:  # the pass ended, and the epoch with it
-                self._pass = None
+        try:
+            while True:
+                batch, self._next_epoch_rows = self._next_epoch_rows, None
+                if batch is None:
+                    batch = next(self._pass, None)
+                if batch is None:  # the pass ended, and the epoch with it
+                    self._pass = None
+                    return
+                tags = batch.pop(EPOCH_COLUMN)
+                tag = tags[0] if tag is None else tag
+                later = np.flatnonzero(tags != tag)
+                if not len(later):
+                    yield batch
+                    continue
+                cut = later[0]
+                if cut:
+                    yield {name: column[:cut] for name, column in batch.items()}
+                self._next_epoch_rows = {name: column[cut:] for name, column in batch.items()}
+                self._next_epoch_rows[EPOCH_COLUMN] = tags[cut:]
                 return
-            tags = batch.pop(EPOCH_COLUMN)
-            tag = tags[0] if tag is None else tag
-            later = np.flatnonzero(tags != tag)
-            if not len(later):
-                yield batch
-                continue
-            cut = later[0]
-            if cut:
-                yield {name: column[:cut] for name, column in batch.items()}
-            self._next_epoch_rows = {name: column[cut:] for name, column in batch.items()}
-            self._next_epoch_rows[EPOCH_COLUMN] = tags[cut:]
-            return
+        except GeneratorExit:  # the consumer left mid-epoch (it stops): so does the pass,
+            self._close_pass()  # now, while Ray is up (Ray Data's cleanup calls Ray)
+            raise
+
+    def _close_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.close()
+            self._pass = self._next_epoch_rows = None

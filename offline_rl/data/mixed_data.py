@@ -43,7 +43,7 @@ import numpy as np
 import ray
 import ray.data
 
-from offline_rl.data.batch_stream import BatchStream, EpochBatches
+from offline_rl.data.batch_stream import BatchStream, EpochBatches, wait_for_iteration_threads
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.mixed_stream import MixedStream, source_positions
 from offline_rl.data.observation_statistics import ObservationStatistics
@@ -226,12 +226,14 @@ class MixedData(OfflineData):
             source.publish_weights(weights, version)
 
     def stop(self) -> None:
-        """Stops the mix and every source."""
+        """Stops every source (their split coordinators first, on which the mix's streams
+        may wait), then the mix."""
+        for source in self.sources:
+            source.stop()
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-        for source in self.sources:
-            source.stop()
+            wait_for_iteration_threads()
         self.shards = []
 
 

@@ -15,8 +15,14 @@ import ray
 import ray.data
 from ray.data.dataset import MaterializedDataset
 
-from offline_rl.data.actors import kill_actors, wait_for_cpus
-from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
+from offline_rl.data.actors import kill_actors, kill_split_coordinators, wait_for_cpus
+from offline_rl.data.batch_stream import (
+    BatchStream,
+    EpochBatches,
+    StreamPosition,
+    StreamStats,
+    wait_for_iteration_threads,
+)
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.episode_admission import PATH_COLUMN
@@ -388,10 +394,12 @@ class OfflineData:
         (also those Ray Data would still be creating), the ledger, the module weights and the
         ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``) until the
         PreLearners' CPUs are free again."""
+        kill_split_coordinators(self.shards)  # first: the stream may wait on one
+        self.shards = []
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-        self.shards = []  # their split coordinator actor goes with them
+            wait_for_iteration_threads()
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
             prelearners = ray.get(self._ledger.actors.remote())
