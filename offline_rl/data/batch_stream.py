@@ -245,8 +245,8 @@ class BatchStream:
 
 def wait_for_iteration_threads(timeout_s: float = STOP_WAIT_S) -> None:
     """Waits, at most ``timeout_s``, until Ray Data's iteration threads in this process
-    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) have ended. A stopped stream's
-    end shortly after it, and as they end they clean up through Ray: after ``ray.shutdown()``
+    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) have ended. Those of a stopped
+    stream end shortly after it, cleaning up through Ray as they do: after ``ray.shutdown()``
     that ends the whole process ("The core worker has already been shutdown")."""
     deadline = time.monotonic() + timeout_s
     for thread in threading.enumerate():
