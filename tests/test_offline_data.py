@@ -13,6 +13,7 @@ import pytest
 import ray
 
 from offline_rl import OfflineData
+from offline_rl.data.batch_stream import RAY_DATA_ITERATION_THREAD
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
@@ -97,6 +98,18 @@ def test_stopping_a_stream_shuts_down_the_materialization_it_is_building(ray_ses
     stream_threads = [thread for thread in set(threading.enumerate()) - streams_before
                       if thread.name == "offline-rl-batch-stream"]
     assert stream_threads == []
+
+
+def test_a_stopped_algorithm_leaves_no_ray_data_iteration_running(ray_session, bc_config):
+    """Ray Data's ``iter_batches`` threads clean up through Ray as they end: one still running
+    after ``stop()``, with repeated epochs, made a script whose algorithm had started Ray exit
+    with code 1 at ``ray.shutdown()`` ("The core worker has already been shutdown")."""
+    config = bc_config.training(train_batch_size_per_learner=1024).offline_data(
+        dataset_num_iters_per_learner=10, materialize_data=True, materialize_mapped_data=False)
+    with config.build() as algo:
+        algo.train()
+    assert [thread for thread in threading.enumerate()
+            if thread.name == RAY_DATA_ITERATION_THREAD] == []
 
 
 def test_errors_in_the_actor_pool_reach_the_caller(ray_session, tmp_path, bc_config):
