@@ -236,11 +236,13 @@ class BatchStream:
         shut down; otherwise the thread ends after the fetch in progress, waited for
         ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without end (a
         ``streaming_split`` shard waits for the other learners to ask for the next epoch), and
-        then the daemon thread ends with the pipeline its owner stops next."""
+        then the daemon thread ends with the pipeline its owner stops next. Then it waits for
+        Ray Data's iteration threads (``wait_for_iteration_threads``)."""
         self._stopping.set()
         stop_executions(self._thread)
         self._thread.join(timeout=STOP_WAIT_S)
         self._pending.clear()
+        wait_for_iteration_threads()
 
 
 def wait_for_iteration_threads(timeout_s: float = STOP_WAIT_S) -> None:

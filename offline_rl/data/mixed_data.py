@@ -43,7 +43,7 @@ import numpy as np
 import ray
 import ray.data
 
-from offline_rl.data.batch_stream import BatchStream, EpochBatches, wait_for_iteration_threads
+from offline_rl.data.batch_stream import BatchStream, EpochBatches
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.mixed_stream import MixedStream, source_positions
 from offline_rl.data.observation_statistics import ObservationStatistics
@@ -233,7 +233,6 @@ class MixedData(OfflineData):
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-            wait_for_iteration_threads()
         self.shards = []
 
 

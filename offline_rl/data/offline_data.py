@@ -16,13 +16,7 @@ import ray.data
 from ray.data.dataset import MaterializedDataset
 
 from offline_rl.data.actors import kill_actors, kill_split_coordinators, wait_for_cpus
-from offline_rl.data.batch_stream import (
-    BatchStream,
-    EpochBatches,
-    StreamPosition,
-    StreamStats,
-    wait_for_iteration_threads,
-)
+from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import DataLedger
 from offline_rl.data.episode_admission import PATH_COLUMN
@@ -399,7 +393,6 @@ class OfflineData:
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-            wait_for_iteration_threads()
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
             prelearners = ray.get(self._ledger.actors.remote())

@@ -4,9 +4,13 @@ A stream builds its dataset in a background thread: reading, mapping and ``mater
 can take minutes. Stopping the stream must stop that execution too; left running, it keeps
 Ray Data's executor busy after the pipeline's actors are gone, and touches Ray after
 ``ray.shutdown()`` (Ray Data then even starts a new local Ray instance). Ray Data has no
-public way to cancel an execution, but it calls an ``ExecutionCallback`` when one starts:
-``materialize`` registers one on the dataset, which records each executor under the thread
-that started it, and ``stop_executions`` shuts those executors down from any thread.
+public way to cancel an execution, but it calls an ``ExecutionCallback`` when one starts and
+at each step of its scheduling loop: ``materialize`` registers one on the dataset, which
+records the thread that started each execution, and ends the execution at its next step
+(about every 0.1 s at most) once ``stop_executions`` has stopped that thread. Ray Data then
+shuts the executor down itself, its actors with it (shutting it down from another thread
+instead can leave the actors of an execution that was just starting behind). Ray Data's log of
+that error, in the stopped thread, is dropped: it reports the stop itself.
 
 Examples:
     >>> import threading
@@ -28,6 +32,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING
@@ -39,10 +44,10 @@ if TYPE_CHECKING:
     from ray.data._internal.execution.streaming_executor import StreamingExecutor
 
 _lock = threading.Lock()
-#: The executors running, by the thread that started them.
-_running: weakref.WeakKeyDictionary[threading.Thread, set[StreamingExecutor]] = (
+#: The thread that started each execution.
+_started_by: weakref.WeakKeyDictionary[StreamingExecutor, threading.Thread] = (
     weakref.WeakKeyDictionary())
-#: Threads whose executions were stopped: they may start no new one.
+#: Threads whose executions were stopped: they may run no more of them.
 _stopped: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 
 
@@ -51,39 +56,46 @@ class ExecutionStopped(RuntimeError):
     is incomplete and is not used."""
 
 
-class _RecordByThread(ExecutionCallback):
-    """Ray Data's hook (instantiated by its planner, without arguments): records each
-    execution under the thread that starts it, and refuses to start one in a stopped
-    thread."""
+class _StopWhenAsked(ExecutionCallback):
+    """Ray Data's hook (instantiated by its planner, without arguments): records the thread
+    that starts each execution, and ends the execution at its next scheduling step once that
+    thread was stopped (the error reaches the thread, and Ray Data shuts the executor down)."""
 
     def before_execution_starts(self, executor: StreamingExecutor) -> None:
-        thread = threading.current_thread()
         with _lock:
-            if thread in _stopped:  # stopped since ``materialize`` checked
-                raise ExecutionStopped(f"the Ray Data executions of {thread.name} were stopped")
-            _running.setdefault(thread, set()).add(executor)
+            _started_by[executor] = threading.current_thread()
 
-    def after_execution_succeeds(self, executor: StreamingExecutor) -> None:
-        _forget(executor)
+    def on_execution_step(self, executor: StreamingExecutor) -> None:
+        with _lock:
+            thread = _started_by.get(executor)
+            stopped = thread is not None and thread in _stopped
+        if stopped:
+            raise ExecutionStopped(f"the Ray Data executions of {thread.name} were stopped")
 
-    def after_execution_fails(self, executor: StreamingExecutor, error: Exception) -> None:
-        _forget(executor)
+
+class _QuietWhenStopped(logging.Filter):
+    """Drops Ray Data's report of an execution error ("Exception occurred in Ray Data or Ray
+    Core internal code") in a stopped thread: the error is the stop."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with _lock:
+            return threading.current_thread() not in _stopped
 
 
-def _forget(executor: StreamingExecutor) -> None:
-    with _lock:
-        for executors in _running.values():
-            executors.discard(executor)
+_QUIET_WHEN_STOPPED = _QuietWhenStopped()
 
 
 def materialize(dataset: ray.data.Dataset) -> ray.data.MaterializedDataset:
     """``dataset.materialize()``, stoppable by ``stop_executions`` on the calling thread;
     raises ``ExecutionStopped`` instead of returning the part it had produced when stopped."""
     _refuse_if_stopped(threading.current_thread())
+    errors = logging.getLogger("ray.data.exceptions")
+    if _QUIET_WHEN_STOPPED not in errors.filters:
+        errors.addFilter(_QUIET_WHEN_STOPPED)
     context = dataset.context
-    if _RecordByThread not in context.custom_execution_callback_classes:
+    if _StopWhenAsked not in context.custom_execution_callback_classes:
         context.custom_execution_callback_classes = [
-            *context.custom_execution_callback_classes, _RecordByThread]
+            *context.custom_execution_callback_classes, _StopWhenAsked]
     materialized = dataset.materialize()
     _refuse_if_stopped(threading.current_thread())
     return materialized
@@ -96,11 +108,7 @@ def _refuse_if_stopped(thread: threading.Thread) -> None:
 
 
 def stop_executions(thread: threading.Thread) -> None:
-    """Shuts down the executions ``thread`` runs through ``materialize`` (their tasks and
-    actors), and refuses any it would start later."""
+    """Ends the executions ``thread`` runs through ``materialize`` at their next scheduling
+    step, and refuses any it would start later."""
     with _lock:
         _stopped.add(thread)
-        executors = _running.pop(thread, set())
-    for executor in executors:
-        executor.shutdown(force=True, exception=ExecutionStopped("stopped by its owner"))
-
