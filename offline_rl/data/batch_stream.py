@@ -232,8 +232,8 @@ class BatchStream:
 
     def stop(self) -> None:
         """Stops the background thread and drops queued data. The Ray Data executions the
-        thread runs through ``stoppable_executions.materialize`` (building its dataset) are
-        shut down; otherwise the thread ends after the fetch in progress, waited for
+        thread runs through ``stoppable_executions.materialize`` (building its dataset) end at
+        their next step; otherwise the thread ends after the fetch in progress, waited for
         ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without end (a
         ``streaming_split`` shard waits for the other learners to ask for the next epoch), and
         then the daemon thread ends with the pipeline its owner stops next. Then it waits for
