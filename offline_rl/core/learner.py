@@ -18,6 +18,7 @@ from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.schedules import learning_rate_at
 from offline_rl.core.state_file import load_state_file
+from offline_rl.core.tensor_memory import keep_freed_tensor_memory
 from offline_rl.errors import ConfigError, ResourceError, TrainingError
 from offline_rl.formats.shapes import row_shape
 from offline_rl.models.rl_module_spec import RLModuleSpec
@@ -91,7 +92,9 @@ class Learner:
     computed through a critic leaves the critic's gradients alone), order the steps in
     ``update_stages`` where one network steps on another's new weights, and update target
     networks in ``after_gradient_based_update``. Batches arrive as flat dicts of numpy columns;
-    ``NumpyToTensor`` moves them onto the learner's device.
+    ``NumpyToTensor`` moves them onto the learner's device. Creating a learner keeps the
+    memory of freed CPU tensors in its process for the next update
+    (``keep_freed_tensor_memory``).
 
     Examples:
         >>> import gymnasium as gym, numpy as np
@@ -108,6 +111,7 @@ class Learner:
 
     def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None):
         self.config = config
+        keep_freed_tensor_memory()
         module_spec = module_spec or config.module_spec
         self.device = resolve_device(config.learners.num_gpus_per_learner)
         if config.debugging.seed is not None:
