@@ -3,8 +3,8 @@ whole pipeline, with a fixed seed and a bounded number of updates, far above the
 
 CQL trains two hidden layers of 128 units instead of its default 256, and samples 2 actions of
 each kind for its conservative penalty instead of 10 (6 candidate actions per row instead of
-30): its update (twin Q-networks on every candidate) costs about 6 ms on 2 CPUs, against 15 ms
-with 4 of each kind and 60 with both defaults. With seed 0 it passes -700 after 3500 updates
+30): its update (twin Q-networks on every candidate) costs about 6.5 ms on 2 CPUs, against
+9.5 ms with 4 of each kind and 49 with both defaults. With seed 0 it passes -700 after 3500 updates
 (-646; 4 actions of each kind gave -649 there)."""
 
 from __future__ import annotations
