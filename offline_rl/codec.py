@@ -18,6 +18,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgpack
@@ -99,6 +100,12 @@ def _dtype(descr: Any) -> np.dtype:
     """The dtype msgpack-numpy stored: a type string, or a structured descr list."""
     if isinstance(descr, list):
         return np.dtype([_field(field) for field in descr])
+    return _named_dtype(descr)
+
+
+@functools.lru_cache(maxsize=1024)
+def _named_dtype(descr: str | bytes) -> np.dtype:
+    """The dtype of a type string (cached: an episode stores one per step and column)."""
     return np.dtype(_text(descr))
 
 

@@ -109,15 +109,17 @@ print(text.getvalue(), [name for name in ("gymnasium", "numpy", "ray", "torch")
 
 @pytest.mark.timeout(240)
 @pytest.mark.slow
-def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
-    # train and evaluate join the shared Ray instance, as they join a cluster (RAY_ADDRESS);
-    # test_bad_input's CLI test starts Ray of its own
+def test_cli_records_trains_and_evaluates(ray_session, tmp_path, capsys):
+    # train runs in a process of its own and joins the shared Ray instance, as it joins a
+    # cluster (RAY_ADDRESS); test_bad_input's CLI test starts Ray of its own. The other
+    # commands run in this process.
+    from offline_rl.cli import main
+
     joined = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
     data = tmp_path / "data"
-    made = run_cli("datasets", "make", "CartPole-v1", "expert", "--out", str(data),
-                   "--episodes", "20")
-    assert made.returncode == 0, made.stderr
-    assert json.loads(made.stdout.splitlines()[-1])["num_env_steps"] == 10_000
+    assert main(["datasets", "make", "CartPole-v1", "expert", "--out", str(data),
+                 "--episodes", "20"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["num_env_steps"] == 10_000
     config = tmp_path / "bc.yaml"
     config.write_text(
         "algorithm: BC\nenvironment: {env: CartPole-v1}\n"
@@ -135,18 +137,18 @@ def test_cli_records_trains_and_evaluates(ray_session, tmp_path):
     header = (tmp_path / "run" / "progress.csv").read_text().splitlines()[0]
     assert "learners/default_policy/total_loss" in header
     assert len((tmp_path / "run" / "result.json").read_text().splitlines()) == 10
-    evaluated = run_cli("evaluate", summary["checkpoint"], "--episodes", "3", env=joined)
-    assert evaluated.returncode == 0, evaluated.stderr
-    assert json.loads(evaluated.stdout.splitlines()[-1])["num_episodes"] == 3
+    assert main(["evaluate", summary["checkpoint"], "--episodes", "3"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["num_episodes"] == 3
     held_out = tmp_path / "held-out"
-    assert run_cli("datasets", "make", "CartPole-v1", "medium", "--out", str(held_out),
-                   "--episodes", "3").returncode == 0
-    estimated = run_cli("evaluate", summary["checkpoint"], "--ope", str(held_out), env=joined)
-    assert estimated.returncode == 0, estimated.stderr
-    estimates = json.loads(estimated.stdout.splitlines()[-1])
+    assert main(["datasets", "make", "CartPole-v1", "medium", "--out", str(held_out),
+                 "--episodes", "3"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", summary["checkpoint"], "--ope", str(held_out)]) == 0
+    estimated = capsys.readouterr().out
+    estimates = json.loads(estimated.splitlines()[-1])
     assert sorted(estimates) == ["DirectMethod", "DoublyRobust", "ImportanceSampling",
                                  "WeightedImportanceSampling"]
-    assert "ImportanceSampling: v_target" in estimated.stdout
+    assert "ImportanceSampling: v_target" in estimated
 
 
 @pytest.mark.timeout(240)
