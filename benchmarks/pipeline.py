@@ -14,7 +14,8 @@ learner), env steps (rows) per second:
 * ``prelearner_in_process``: our ``OfflinePreLearner`` called in this process on in-memory
   tables, in the calls Ray Data makes (``benchmarks/formats.py``'s measure);
 * with ``--rllib-python`` (a Python with ``ray[rllib]``: never our dependency), RLlib's own
-  ``OfflinePreLearner`` called the same way on the tabular files' first ``--rllib-rows`` rows.
+  ``OfflinePreLearner`` called in this process in 8,192-row calls, on the tabular files' first
+  ``--rllib-rows`` rows.
 
 Prints one JSON line: [min, median] of ``--runs`` runs of each, and each of our streaming rates
 as a share of plain Ray Data's median.
