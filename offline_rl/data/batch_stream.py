@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,12 +120,16 @@ class BatchStream:
         self._counted_end = start.epoch if start.ended else start.epoch - 1
         self._epoch_rows = 0
         self._started_at = 0.0
+        #: The threads alive before this stream started: Ray Data iteration threads among
+        #: them are other streams', which ``stop`` does not wait for.
+        self._threads_before: frozenset[threading.Thread] = frozenset(threading.enumerate())
         self._failed: BaseException | None = None
         self.stats = stats or StreamStats()
 
     def start(self) -> BatchStream:
         """Starts the background thread; returns ``self``."""
         self._started_at = time.perf_counter()
+        self._threads_before = frozenset(threading.enumerate())
         self._thread.start()
         return self
 
@@ -242,17 +246,31 @@ class BatchStream:
         stop_executions(self._thread)
         self._thread.join(timeout=STOP_WAIT_S)
         self._pending.clear()
-        wait_for_iteration_threads()
+        wait_for_iteration_threads(others=self._threads_before)
 
 
-def wait_for_iteration_threads(timeout_s: float = STOP_WAIT_S) -> None:
+def wait_for_iteration_threads(*, others: Collection[threading.Thread] = (),
+                               timeout_s: float = STOP_WAIT_S) -> None:
     """Waits, at most ``timeout_s``, until Ray Data's iteration threads in this process
-    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) have ended. Those of a stopped
-    stream end shortly after it, cleaning up through Ray as they do: after ``ray.shutdown()``
-    that ends the whole process ("The core worker has already been shutdown")."""
+    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) but ``others`` have ended.
+    Those of a stopped stream end shortly after it, cleaning up through Ray as they do: after
+    ``ray.shutdown()`` that ends the whole process ("The core worker has already been
+    shutdown"). ``others`` are threads of pipelines this wait is not about (another library's
+    iteration left open would otherwise cost every stop the whole timeout).
+
+    Examples:
+        >>> import threading
+        >>> other = threading.Thread(target=threading.Event().wait, args=(60,),
+        ...                          name=RAY_DATA_ITERATION_THREAD, daemon=True)
+        >>> other.start()
+        >>> started = time.monotonic()
+        >>> wait_for_iteration_threads(others={other}, timeout_s=30)  # not waited for
+        >>> time.monotonic() - started < 10, other.is_alive()
+        (True, True)
+    """
     deadline = time.monotonic() + timeout_s
     for thread in threading.enumerate():
-        if thread.name == RAY_DATA_ITERATION_THREAD:
+        if thread.name == RAY_DATA_ITERATION_THREAD and thread not in others:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
