@@ -2,7 +2,8 @@
 
 RLlib's custom PreLearners return ``{"batch": MultiAgentBatch({module_id: SampleBatch})}``,
 often of torch tensors (``NumpyToTensor``); offline-rl's return flat numpy columns. Both reach
-the learners as flat numpy columns: Ray Data carries nothing else across processes.
+the learners as flat numpy columns: Ray Data carries nothing else across processes. The mapper
+hands them to Ray Data as an Arrow table (``arrow_table``).
 
 Examples:
     >>> import numpy as np
@@ -22,6 +23,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+import pyarrow as pa
+from ray.data.extensions import ArrowTensorArray
 
 from offline_rl.episodes.sample_batch import MultiAgentBatch
 from offline_rl.errors import ConfigError
@@ -52,10 +55,34 @@ def _as_numpy(value: Any) -> Any:
     return value
 
 
+def arrow_table(columns: Mapping[str, Any]) -> pa.Table | Mapping[str, Any]:
+    """Numeric and boolean numpy ``columns`` of one length as the Arrow table Ray Data would
+    make of them (N-d columns as Ray's tensor columns), built without copying: Ray Data's own
+    conversion infers the type of each 1-d column element by element, 25 ms per 8,192 CartPole
+    rows, six times the PreLearner's own work. Other columns (strings, objects, torch tensors,
+    ragged lengths) are returned as they are, for Ray Data's conversion and its errors.
+
+    Examples:
+        >>> table = arrow_table({"obs": np.zeros((2, 3), np.float32), "done": np.ones(2, bool)})
+        >>> table.num_rows, str(table.schema.field("done").type)
+        (2, 'bool')
+        >>> arrow_table({"info": np.array([{}, {}])})["info"].dtype
+        dtype('O')
+    """
+    arrays = list(columns.values())
+    if not arrays or not all(isinstance(array, np.ndarray) and array.ndim
+                             and array.dtype.kind in "biuf" and len(array) == len(arrays[0])
+                             for array in arrays):
+        return columns
+    return pa.table({name: pa.array(array) if array.ndim == 1
+                     else ArrowTensorArray.from_numpy(array)
+                     for name, array in columns.items()})
+
+
 class CallOutputMapper:
-    """What Ray Data maps with for a PreLearner class with its own ``__call__``: that class's
-    instance, its outputs as ``train_columns``. ``mapper_for`` names a subclass as the
-    PreLearner class, so Ray Data's stats name the user's class."""
+    """What Ray Data maps with for a PreLearner class: that class's instance, its outputs as
+    ``train_columns`` in an ``arrow_table``. ``mapper_for`` names a subclass as the PreLearner
+    class, so Ray Data's stats name the user's class."""
 
     #: The PreLearner class mapped (set by ``mapper_for``).
     prelearner_class: ClassVar[type]
@@ -63,8 +90,9 @@ class CallOutputMapper:
     def __init__(self, **prelearner_kwargs: Any):
         self.prelearner = self.prelearner_class(**prelearner_kwargs)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> Mapping[str, Any]:
-        return train_columns(self.prelearner(batch))
+    def __call__(self, batch: pa.Table | dict[str, np.ndarray]
+                 ) -> pa.Table | Mapping[str, Any]:
+        return arrow_table(train_columns(self.prelearner(batch)))
 
 
 def mapper_for(prelearner_class: type) -> type[CallOutputMapper]:

@@ -222,12 +222,10 @@ def overrides_call(prelearner_class: type) -> bool:
 
 
 def map_batches_callable(prelearner_class: type) -> tuple[type, str]:
-    """What Ray Data's ``map_batches`` maps with for ``prelearner_class``, and its
-    ``batch_format``: a class with its own ``__call__`` gets numpy columns and its outputs are
-    taken as ``train_columns`` (``mapper_for``); ``OfflinePreLearner``'s reads Arrow."""
-    if overrides_call(prelearner_class):
-        return mapper_for(prelearner_class), "numpy"
-    return prelearner_class, "pyarrow"
+    """What Ray Data's ``map_batches`` maps with for ``prelearner_class`` (``mapper_for``:
+    its outputs as ``train_columns`` in an Arrow table), and its ``batch_format``: a class with
+    its own ``__call__`` gets numpy columns; ``OfflinePreLearner``'s reads Arrow."""
+    return mapper_for(prelearner_class), "numpy" if overrides_call(prelearner_class) else "pyarrow"
 
 
 def map_in_process(prelearner: Any, table: pa.Table) -> Mapping[str, Any]:

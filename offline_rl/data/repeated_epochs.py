@@ -15,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import ray
 import ray.data
 
 from offline_rl.data.batch_stream import EPOCH_COLUMN
+from offline_rl.data.call_output import arrow_table
 from offline_rl.data.input_reader import quiet_data_context
 from offline_rl.data.prelearner import map_in_process
 
@@ -56,7 +58,7 @@ class EpochsPreLearner:
         ...                           prelearner_class=OfflinePreLearner, config=config,
         ...                           spaces=spaces)
         >>> batch = epochs({"id": np.array([1])})
-        >>> batch["__epoch"].tolist(), sorted(batch["actions"].tolist())
+        >>> batch["__epoch"].to_pylist(), sorted(batch["actions"].to_pylist())
         ([5, 5, 5], [0, 1, 1])
     """
 
@@ -69,12 +71,12 @@ class EpochsPreLearner:
         #: The last epoch mapped and its order of the parts (drawn once per epoch, not per call).
         self._part_order: tuple[int, np.ndarray] = (-1, np.arange(0))
 
-    def __call__(self, ids: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def __call__(self, ids: dict[str, np.ndarray]) -> pa.Table | dict[str, np.ndarray]:
         outputs = [output for output in map(self._map_part, ids["id"].tolist()) if output]
         if len(outputs) <= 1:
-            return outputs[0] if outputs else {}
-        return {name: np.concatenate([output[name] for output in outputs])
-                for name in outputs[0]}
+            return arrow_table(outputs[0]) if outputs else {}
+        return arrow_table({name: np.concatenate([output[name] for output in outputs])
+                            for name in outputs[0]})
 
     def _map_part(self, call: int) -> dict[str, np.ndarray]:
         epoch, slot = divmod(call, len(self.parts))
