@@ -120,9 +120,9 @@ class BatchStream:
         self._counted_end = start.epoch if start.ended else start.epoch - 1
         self._epoch_rows = 0
         self._started_at = 0.0
-        #: The threads alive before this stream started: Ray Data iteration threads among
-        #: them are other streams', which ``stop`` does not wait for.
-        self._threads_before: frozenset[threading.Thread] = frozenset(threading.enumerate())
+        #: The threads alive before this stream started (set by ``start``): Ray Data iteration
+        #: threads among them are other streams', which ``stop`` does not wait for.
+        self._threads_before: frozenset[threading.Thread] = frozenset()
         self._failed: BaseException | None = None
         self.stats = stats or StreamStats()
 

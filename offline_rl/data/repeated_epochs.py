@@ -73,9 +73,10 @@ class EpochsPreLearner:
 
     def __call__(self, ids: dict[str, np.ndarray]) -> pa.Table | dict[str, np.ndarray]:
         outputs = [output for output in map(self._map_part, ids["id"].tolist()) if output]
-        if len(outputs) <= 1:
-            return arrow_table(outputs[0]) if outputs else {}
-        return arrow_table({name: np.concatenate([output[name] for output in outputs])
+        if not outputs:
+            return {}
+        return arrow_table(outputs[0] if len(outputs) == 1 else
+                           {name: np.concatenate([output[name] for output in outputs])
                             for name in outputs[0]})
 
     def _map_part(self, call: int) -> dict[str, np.ndarray]:
