@@ -72,6 +72,39 @@ def space_from_dict(d: dict | None) -> gym.Space | None:
     return None if d is None else _from_dict(d, "space", 0)
 
 
+def shared_space_from_dict(d: dict | None) -> gym.Space | None:
+    """``space_from_dict``, decoded once per distinct dict in this process and the space shared
+    (as an env's spaces are by the episodes it plays): the episode states of a dataset repeat
+    theirs, and decoding a ``Box``'s bounds took a fifth of reading a 500-step episode.
+
+    Examples:
+        >>> d = space_to_dict(gym.spaces.Box(-1.0, 1.0, (3,)))
+        >>> shared_space_from_dict(d) is shared_space_from_dict(dict(d))
+        True
+    """
+    key = _hashable(d)
+    if key not in _SHARED_SPACES:
+        space = space_from_dict(d)
+        if len(_SHARED_SPACES) >= MAX_SHARED_SPACES:
+            _SHARED_SPACES.clear()
+        _SHARED_SPACES[key] = space
+    return _SHARED_SPACES[key]
+
+
+#: Spaces ``shared_space_from_dict`` decoded, by their dict's ``_hashable`` form.
+_SHARED_SPACES: dict[Any, gym.Space | None] = {}
+MAX_SHARED_SPACES = 64
+
+
+def _hashable(value: Any) -> Any:
+    """A space dict as nested tuples, tagged so that a list and a map never give one key."""
+    if isinstance(value, dict):
+        return ("map", *((key, _hashable(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("list", *map(_hashable, value))
+    return value
+
+
 class _SpaceError(ValueError):
     """A malformed space dict; the message starts with the path of the offending field."""
 

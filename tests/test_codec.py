@@ -146,3 +146,53 @@ def test_an_episode_id_of_the_wrong_type_is_named():
                                               r"field 'id_' must be a str \(or an int\), got "
                                               r"list \[1, 2\]"):
         decode_episode(pack_episode_state(state), "f.parquet (column 'item')")
+
+
+def _buffer(items: list) -> dict:
+    return {"data": items, "lookback": 0, "finalized": False, "space": None}
+
+
+def test_a_buffers_items_of_one_dtype_and_shape_come_back_as_one_array():
+    """RLlib stores a column as one msgpack-numpy map per step; they are decoded as one array,
+    equal to decoding each, and the buffer keeps its flags as written."""
+    observations = [np.arange(4, dtype=np.float32) + step for step in range(3)]
+    actions = [np.int64(1), np.int64(0)]
+    state = unpack_episode_state(pack_episode_state(
+        {"observations": _buffer(observations), "actions": _buffer(actions),
+         "extra_model_outputs": {"action_logp": _buffer([np.float32(-0.5)] * 2)}}))
+    obs = state["observations"]
+    assert isinstance(obs["data"], np.ndarray) and obs["data"].dtype == np.float32
+    np.testing.assert_array_equal(obs["data"], np.stack(observations))
+    assert obs["finalized"] is False and obs["data"].flags.writeable
+    assert state["actions"]["data"].dtype == np.int64
+    np.testing.assert_array_equal(state["actions"]["data"], [1, 0])
+    np.testing.assert_array_equal(state["extra_model_outputs"]["action_logp"]["data"], [-0.5] * 2)
+
+
+def test_a_buffer_of_mixed_items_is_decoded_item_by_item():
+    mixed_shapes = [np.zeros(2, np.float32), np.zeros(3, np.float32)]
+    mixed_types = [np.float32(1.0), np.int32(2)]
+    state = unpack_episode_state(pack_episode_state(
+        {"observations": _buffer(mixed_shapes), "rewards": _buffer(mixed_types),
+         "infos": _buffer([{}, {"x": np.ones(2)}])}))
+    assert [item.shape for item in state["observations"]["data"]] == [(2,), (3,)]
+    assert [type(item) for item in state["rewards"]["data"]] == [np.float32, np.int32]
+    assert state["infos"]["data"][0] == {}
+    np.testing.assert_array_equal(state["infos"]["data"][1]["x"], np.ones(2))
+
+
+def test_one_bad_item_in_a_buffer_is_refused_like_a_lone_one(tmp_path):
+    """Stacking never hides an item: one short of bytes, or pickled, among good ones is
+    refused as it would be alone."""
+    good = {b"nd": True, b"type": "<f4", b"kind": b"", b"shape": [4], b"data": b"\0" * 16}
+    short = {**good, b"data": b"\0" * 12}
+    payload = msgpack.packb({"observations": _buffer([good, short, good])})
+    with pytest.raises(ValueError, match=r"^f: corrupt episode payload"):
+        unpack_episode_state(payload, where="f")
+    marker = tmp_path / "pwned"
+    evil = {b"nd": True, b"type": [["", "|O"]], b"kind": b"O", b"shape": [1],
+            b"data": pickle.dumps(np.array([Touch(marker)], dtype=object))}
+    payload = msgpack.packb({"observations": _buffer([good, evil])})
+    with pytest.raises(ValueError, match=r"^f: payload holds a pickled object array"):
+        unpack_episode_state(payload, where="f")
+    assert not marker.exists()

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from offline_rl.episodes.lookback import InfiniteLookbackBuffer
-from offline_rl.spaces import space_from_dict, space_to_dict
+from offline_rl.spaces import shared_space_from_dict, space_to_dict
 
 #: Keys of ``get_state()``, in RLlib's order.
 STATE_KEYS = (
@@ -91,6 +91,6 @@ def _buffer(state: Any, field: str) -> InfiniteLookbackBuffer:
 
 def _space(state: dict[str, Any], field: str) -> gym.Space | None:
     try:
-        return space_from_dict(state[field])
+        return shared_space_from_dict(state[field])
     except ValueError as error:
         raise ValueError(f"episode state field {field!r}: {error}") from None

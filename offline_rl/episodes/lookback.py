@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.spaces import space_from_dict, space_to_dict
+from offline_rl.spaces import shared_space_from_dict, space_to_dict
 
 Indices = int | list[int] | slice | None
 
@@ -79,7 +79,7 @@ class InfiniteLookbackBuffer:
         if self.finalized:
             return
         self.finalized = True
-        if not self.data:
+        if not isinstance(self.data, list) or not self.data:
             return
         try:
             array = np.asarray(self.data)
@@ -153,7 +153,8 @@ class InfiniteLookbackBuffer:
         data = state["data"]
         if not isinstance(data, (list, np.ndarray)):
             raise ValueError(f"buffer data must be a list or array, got {type(data).__name__}")
-        buffer = cls(data, lookback=int(state["lookback"]), space=space_from_dict(state["space"]))
+        buffer = cls(data, lookback=int(state["lookback"]),
+                     space=shared_space_from_dict(state["space"]))
         buffer.finalized = bool(state["finalized"])
         return buffer
 
