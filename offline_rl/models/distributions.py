@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,13 @@ class TorchCategorical:
 
     def __init__(self, logits: torch.Tensor):
         self.logits = logits
-        self._dist = torch.distributions.Categorical(logits=logits)
+
+    @functools.cached_property
+    def _dist(self) -> torch.distributions.Categorical:
+        """torch's distribution, built when first needed: acting greedily needs only the
+        logits, and building it (normalizing and checking them) doubled a small batch's
+        ``compute_actions``."""
+        return torch.distributions.Categorical(logits=self.logits)
 
     @classmethod
     def from_logits(cls, logits: torch.Tensor) -> TorchCategorical:
@@ -63,7 +70,12 @@ class TorchDiagGaussian:
 
     def __init__(self, loc: torch.Tensor, scale: torch.Tensor):
         self.loc = loc
-        self._dist = torch.distributions.Normal(loc, scale)
+        self.scale = scale
+
+    @functools.cached_property
+    def _dist(self) -> torch.distributions.Normal:
+        """torch's distribution, built when first needed (acting greedily needs only ``loc``)."""
+        return torch.distributions.Normal(self.loc, self.scale)
 
     @classmethod
     def from_logits(cls, logits: torch.Tensor) -> TorchDiagGaussian:
