@@ -452,3 +452,35 @@ def test_a_bad_row_without_eps_id_and_t_is_found_by_its_values(ray_session, tmp_
     message = first_batch_error(bc_config, tmp_path, table, batch_size=64)
     assert re.search(r"column 'obs' holds NaN or inf in \S+part\.parquet, row 5000 \(1 row",
                      message), message
+
+
+@pytest.mark.parametrize("source", ["sample_batch_json", "episodes"])
+def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, source):
+    """Issue 39: a MultiAgentBatch line was refused as 'ragged or mixed', and a
+    MultiAgentEpisode state as missing fields, neither saying the data was multi-agent."""
+    agents = {}
+    for agent in ("pursuer", "evader"):
+        agents[agent] = SingleAgentEpisode(
+            agent, observations=np.zeros((3, 4), np.float32), actions=[0, 1],
+            rewards=[1.0, 1.0], terminated=True, len_lookback_buffer=0).to_numpy()
+    if source == "episodes":
+        state = {"id_": "m0", "agent_episodes": {name: episode.get_state()
+                                                 for name, episode in agents.items()},
+                 "is_terminated": True, "is_truncated": False}
+        pq.write_table(pa.table({"item": [pack_episode_state(state)]}), tmp_path / "ma.parquet")
+        options, expected = {"input_read_episodes": True}, (
+            r"ma\.parquet \(column 'item'\): a MultiAgentEpisode state \(agents \['evader', "
+            r"'pursuer'\]\): multi-agent episodes are not supported yet")
+    else:
+        batches = {name: {"obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2, "actions": [0, 1],
+                          "rewards": [1.0, 1.0], "terminateds": [False, True]}
+                   for name in agents}
+        line = {"type": "MultiAgentBatch", "policy_batches": batches, "count": 2}
+        (tmp_path / "ma.json").write_text(json.dumps(line) + "\n")
+        options, expected = ({"input_read_method": "read_json", "input_read_sample_batches": True},
+                             r"ma\.json.*: a MultiAgentBatch line \(policies \['evader', "
+                             r"'pursuer'\]\): multi-agent data is not supported yet")
+    config = bc_config.training(train_batch_size_per_learner=2).offline_data(
+        input_=str(tmp_path), **options)
+    with pytest.raises(DataFormatError, match=expected), config.build() as algo:
+        algo.train()

@@ -29,6 +29,7 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_column_types
 from offline_rl.formats.episode_rows import as_id, episode_from_rows
+from offline_rl.names import DEFAULT_MODULE_ID
 
 #: SampleBatch fields that are bookkeeping of RLlib's old stack, not model outputs.
 SAMPLE_BATCH_BOOKKEEPING = frozenset({
@@ -53,7 +54,15 @@ def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
 def sample_batch_columns(row: Mapping[str, Any], where: str) -> dict[str, np.ndarray]:
     """One SampleBatch (a dict of equal-length columns, compressed ones as RLlib packs them)
     -> its columns as arrays, ``infos`` left out; ``DataFormatError`` naming ``where`` when a
-    transition field is missing, a column holds no numbers or the lengths differ."""
+    transition field is missing, a column holds no numbers or the lengths differ, or the row
+    is a multi-agent batch."""
+    if row.get("type") == "MultiAgentBatch" or "policy_batches" in row:
+        policies = row.get("policy_batches")
+        raise DataFormatError(
+            f"{where}: a MultiAgentBatch line (policies "
+            f"{sorted(policies) if isinstance(policies, dict) else '?'}): multi-agent data is "
+            f"not supported yet, offline-rl trains one module ({DEFAULT_MODULE_ID!r}). Write "
+            "each policy's experience as single-agent SampleBatch lines to train on it")
     columns = {name: _array(value, name, where) for name, value in row.items()
                if value is not None and name not in ("type", "path", Columns.INFOS)}
     missing = [name for name in _TRANSITION_FIELDS if name not in columns]
