@@ -83,7 +83,11 @@ def shared_space_from_dict(d: dict | None) -> gym.Space | None:
         True
     """
     key = _hashable(d)
-    if key not in _SHARED_SPACES:
+    try:
+        known = key in _SHARED_SPACES
+    except TypeError:  # a value msgpack-numpy decoded (an array): malformed, or read anew
+        return space_from_dict(d)
+    if not known:
         space = space_from_dict(d)
         if len(_SHARED_SPACES) >= MAX_SHARED_SPACES:
             _SHARED_SPACES.clear()

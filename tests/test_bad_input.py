@@ -454,10 +454,11 @@ def test_a_bad_row_without_eps_id_and_t_is_found_by_its_values(ray_session, tmp_
                      message), message
 
 
-@pytest.mark.parametrize("source", ["sample_batch_json", "episodes"])
+@pytest.mark.parametrize("source", ["sample_batch_json", "episodes", "tabular"])
 def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, source):
-    """Issue 39: a MultiAgentBatch line was refused as 'ragged or mixed', and a
-    MultiAgentEpisode state as missing fields, neither saying the data was multi-agent."""
+    """Issue 39: a MultiAgentBatch line was refused as 'ragged or mixed', a MultiAgentEpisode
+    state as missing fields, and rows naming agents trained one module on every agent's rows,
+    none saying the data was multi-agent."""
     agents = {}
     for agent in ("pursuer", "evader"):
         agents[agent] = SingleAgentEpisode(
@@ -471,6 +472,12 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
         options, expected = {"input_read_episodes": True}, (
             r"ma\.parquet \(column 'item'\): a MultiAgentEpisode state \(agents \['evader', "
             r"'pursuer'\]\): multi-agent episodes are not supported yet")
+    elif source == "tabular":
+        table = rows(4).append_column("agent_id", pa.array(["pursuer", "evader"] * 2))
+        pq.write_table(table, tmp_path / "ma.parquet")
+        options, expected = {}, (r"ma\.parquet, row 0 \(.*\): column 'agent_id' names the "
+                                 r"agents \['evader', 'pursuer'\]: rows of multi-agent data, "
+                                 r"which is not supported yet")
     else:
         batches = {name: {"obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2, "actions": [0, 1],
                           "rewards": [1.0, 1.0], "terminateds": [False, True]}
@@ -484,3 +491,34 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
         input_=str(tmp_path), **options)
     with pytest.raises(DataFormatError, match=expected), config.build() as algo:
         algo.train()
+
+
+def test_rows_of_the_default_module_or_no_agent_are_single_agent():
+    from offline_rl.columns import SCHEMA
+    from offline_rl.data.data_config import DataConfig
+    from offline_rl.data.data_ledger import LedgerClient
+    from offline_rl.data.input_locator import RowLocator
+    from offline_rl.data.tabular_rows import RowReader
+
+    config = DataConfig()
+    reader = RowReader(config, SCHEMA, SPACES, RowLocator(config, SCHEMA, "rows"),
+                       LedgerClient(None))
+    table = rows(4, agent_id=pa.nulls(4, pa.string()),
+                 module_id=["default_policy", None, "default_policy", None])
+    assert len(reader.read(table)["actions"]) == 4
+    through_pandas = rows(4, agent_id=[float("nan")] * 4)  # a pandas batch's empty ids
+    assert len(reader.read(through_pandas)["actions"]) == 4
+    with pytest.raises(DataFormatError, match=r"column 'module_id' names the modules \['other'\]"):
+        reader.read(rows(4, module_id=["default_policy", "other"] * 2))
+
+
+def test_a_space_holding_an_array_is_named_as_malformed():
+    """Spaces read from episodes are decoded once per distinct dict: one holding an array
+    (msgpack-numpy decodes them anywhere) cannot be looked up, and is still reported."""
+    state = SingleAgentEpisode("e0", observations=np.zeros((3, 4), np.float32), actions=[0, 1],
+                               rewards=[1.0, 1.0], terminated=True, len_lookback_buffer=0,
+                               observation_space=SPACES[0]).to_numpy().get_state()
+    state["_observation_space"]["low"] = np.zeros(4, np.float32)
+    with pytest.raises(DataFormatError, match=r"a\.parquet \(column 'item'\): episode state field "
+                                              r"'_observation_space': space\.low: not a base64"):
+        decode_episode(pack_episode_state(state), "a.parquet (column 'item')")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_column, looks_compressed
@@ -20,6 +21,7 @@ from offline_rl.formats.tabular import (
     table_to_numpy,
     train_column_names,
 )
+from offline_rl.names import DEFAULT_MODULE_ID
 
 #: Bookkeeping columns episodes are built with (agent and module ids are not: single-agent).
 EPISODE_BOOKKEEPING = (Columns.EPS_ID, Columns.T, Columns.INFOS)
@@ -64,6 +66,7 @@ class RowReader:
     def read(self, table: pa.Table, bookkeeping: tuple[str, ...] = ()
              ) -> dict[str, np.ndarray]:
         """The train columns of ``table`` and those of the ``bookkeeping`` fields it has."""
+        self._check_single_agent(table)
         names = train_column_names(table.column_names, self.schema)
         names += [self.schema[field] for field in bookkeeping
                   if self.schema[field] in table.column_names]
@@ -81,6 +84,31 @@ class RowReader:
         rows = conform_row_shapes(rows, self.schema, self.spaces, self.source)
         self.ledger.note_episodes(*episode_ends(table, rows, self.schema))
         return rows
+
+    def _check_single_agent(self, table: pa.Table) -> None:
+        """Raises ``DataFormatError``, naming the first such row, for rows that name an agent
+        (``agent_id``) or a module other than ``DEFAULT_MODULE_ID`` (``module_id``): rows of
+        multi-agent data, whose agents training would mix into one module. RLlib's
+        single-agent rows leave both empty."""
+        for field, allowed in ((Columns.AGENT_ID, None), (Columns.MODULE_ID, DEFAULT_MODULE_ID)):
+            name = self.schema[field]
+            if (name not in table.column_names  # a pandas batch holds NaN where ids are empty
+                    or pc.all(pc.is_null(table.column(name), nan_is_null=True)).as_py()):
+                continue
+            values = table.column(name).to_pylist()
+            named = [value for value in values
+                     if value is not None and value == value and value != allowed]
+            if not named:
+                continue
+            kinds = "agents" if field == Columns.AGENT_ID else "modules"
+            raise DataFormatError(
+                f"{self.locator.place(table)(values.index(named[0]))}: column {name!r} names "
+                f"the {kinds} {sorted(set(map(str, named)))[:5]}: rows of multi-agent data, "
+                f"which is not supported yet (offline-rl trains one module, "
+                f"{DEFAULT_MODULE_ID!r}, and would mix the agents' rows into it). Single-agent "
+                "rows leave agent_id and module_id empty, as RLlib writes them; if yours are "
+                f"single-agent, leave the column out of the read: config.offline_data("
+                f"input_read_method_kwargs={{'columns': [...]}})")
 
     def read_all(self, table: pa.Table) -> dict[str, np.ndarray]:
         """Every column of ``table`` as numpy, as it is (for a custom ``_map_to_episodes``)."""
