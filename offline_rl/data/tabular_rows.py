@@ -92,18 +92,20 @@ class RowReader:
         single-agent rows leave both empty."""
         for field, allowed in ((Columns.AGENT_ID, None), (Columns.MODULE_ID, DEFAULT_MODULE_ID)):
             name = self.schema[field]
-            if (name not in table.column_names  # a pandas batch holds NaN where ids are empty
-                    or pc.all(pc.is_null(table.column(name), nan_is_null=True)).as_py()):
+            if name not in table.column_names:
                 continue
-            values = table.column(name).to_pylist()
-            named = [value for value in values
-                     if value is not None and value == value and value != allowed]
-            if not named:
+            column = table.column(name)
+            named = pc.invert(pc.is_null(column, nan_is_null=True))  # a pandas batch: NaN
+            if allowed is not None:
+                named = pc.and_kleene(named, pc.not_equal(pc.cast(column, pa.string()), allowed))
+            if not pc.any(named).as_py():
                 continue
+            first = pc.indices_nonzero(pc.fill_null(named, False))[0].as_py()
+            ids = sorted(map(str, pc.unique(column.filter(named)).to_pylist()))
             kinds = "agents" if field == Columns.AGENT_ID else "modules"
             raise DataFormatError(
-                f"{self.locator.place(table)(values.index(named[0]))}: column {name!r} names "
-                f"the {kinds} {sorted(set(map(str, named)))[:5]}: rows of multi-agent data, "
+                f"{self.locator.place(table)(first)}: column {name!r} names the {kinds} "
+                f"{ids[:5]}: rows of multi-agent data, "
                 f"which is not supported yet (offline-rl trains one module, "
                 f"{DEFAULT_MODULE_ID!r}, and would mix the agents' rows into it). Single-agent "
                 "rows leave agent_id and module_id empty, as RLlib writes them; if yours are "
