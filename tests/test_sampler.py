@@ -98,6 +98,19 @@ def test_bad_mixes_are_refused(input_, message):
         config.validate()
 
 
+@pytest.mark.parametrize(("input_", "intensity", "message"), [
+    ("data/a", 8, r"training_intensity: it sets how many online rows are trained per env step "
+                  r"sampled: mix 'sampler' into input_"),
+    ({"data/a": 0.7, "sampler": 0.3}, 0,
+     r"training_intensity: must be None or a number > 0, got 0"),
+], ids=["without-sampler", "zero"])
+def test_training_intensity_needs_the_sampler_and_a_positive_ratio(input_, intensity, message):
+    config = (BCConfig().environment("CartPole-v1").offline_data(input_=input_)
+              .training(training_intensity=intensity))
+    with pytest.raises(ConfigError, match=message):
+        config.validate()
+
+
 def test_sampler_runners_that_do_not_fit_beside_the_pipeline_are_refused(ray_session,
                                                                          cartpole_data):
     # One runner of 1 CPU, asked for, beside a PreLearner and the read task on 2 CPUs.

@@ -92,13 +92,14 @@ class AlgorithmConfig(FlatAccess):
                  train_batch_size_per_learner: int = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  learner_connector: Callable[..., Any] | str | None = NotProvided,
-                 add_default_connectors_to_learner_pipeline: bool = NotProvided
-                 ) -> AlgorithmConfig:
+                 add_default_connectors_to_learner_pipeline: bool = NotProvided,
+                 training_intensity: float | None = NotProvided) -> AlgorithmConfig:
         """Optimizer and batch settings. ``lr`` is a number or a schedule
         ``[[timestep, lr], ...]`` (linear between points; the timestep counts the rows
         trained on, over all learners), as is every ``*_lr`` of the algorithms.
         ``learner_connector(obs_space, act_space)`` returns connector piece(s) placed before
-        the default learner pieces."""
+        the default learner pieces. ``training_intensity``: with ``"sampler"`` in ``input_``,
+        the online rows trained per env step sampled (default 1)."""
         return self._set(self.sections.training, locals())
 
     def learners(self, *, num_learners: int = NotProvided,

@@ -11,7 +11,8 @@ trained on were played with the weights of one iteration before (as RLlib's
 (the learners' optimizer steps when the round started).
 
 A round plays about the online rows the iteration trains on: ``dataset_num_iters_per_learner``
-batches' share of ``train_batch_size_per_learner`` (one batch's worth without a planned count).
+batches' share of ``train_batch_size_per_learner`` (one batch's worth without a planned count),
+divided by ``training_intensity`` (the online rows trained per env step sampled).
 Checkpoints keep the lifetime counts; the online replay buffers restart empty on restore (the
 first ``train()`` after it fills them again before any update).
 """
@@ -40,6 +41,28 @@ def sampler_cpus(config: Any) -> float:
                                                      runners.num_env_runners)
 
 
+def env_steps_per_round(data_config: Any) -> int:
+    """The env steps a round of sampling plays (at least, all runners together) for a
+    ``DataConfig``: the online rows one iteration trains on, over ``training_intensity``.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from offline_rl import IQLConfig
+        >>> spaces = (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (1,)))
+        >>> config = (IQLConfig().training(train_batch_size_per_learner=256)
+        ...           .offline_data(input_={"data/medium": 0.5, "sampler": 0.5},
+        ...                         dataset_num_iters_per_learner=100))
+        >>> env_steps_per_round(config.data_config(spaces))
+        12800
+        >>> env_steps_per_round(config.training(training_intensity=64).data_config(spaces))
+        200
+    """
+    planned = data_config.offline_data.dataset_num_iters_per_learner or 1
+    training = data_config.training
+    online_rows = data_config.sampler_weight * training.train_batch_size_per_learner * planned
+    return max(1, round(online_rows / (training.training_intensity or 1)))
+
+
 class OnlineTraining:
     """The sampler and its place in each iteration (see the module's notes)."""
 
@@ -47,11 +70,8 @@ class OnlineTraining:
                  module_spec: RLModuleSpec):
         data_config = offline_data.config
         learner_group.mix_online(data_config)
-        planned = data_config.offline_data.dataset_num_iters_per_learner or 1
-        batch_size = data_config.training.train_batch_size_per_learner
         #: Env steps each round plays (at least), all runners together.
-        self.env_steps_per_round = max(1, round(data_config.sampler_weight * batch_size
-                                                * planned))
+        self.env_steps_per_round = env_steps_per_round(data_config)
         self.learner_group = learner_group
         self.sampler = OnlineSampler(config.recorder_config(), module_spec,
                                      record=bool(config.sections.offline_data.output))

@@ -56,10 +56,15 @@ class ConfigSections(SectionGroup):
                              "environment(env=...)) or off_policy_estimation_methods with "
                              "held-out data"))
         input_ = self.offline_data.input_
-        if self.environment.env is None and is_mixed(input_) and mix_problem(input_) is None \
-                and weighted_sources(input_)[1]:
+        samples = is_mixed(input_) and mix_problem(input_) is None \
+            and bool(weighted_sources(input_)[1])
+        if self.environment.env is None and samples:
             problems.append(("input_", "'sampler' plays the policy in an env: set config."
                              "environment(env=...), or drop 'sampler' from input_"))
+        if self.training.training_intensity is not None and not samples:
+            problems.append(("training_intensity", "it sets how many online rows are trained "
+                             "per env step sampled: mix 'sampler' into input_ (e.g. {path: "
+                             "0.8, 'sampler': 0.2}), or leave it unset"))
         n_step, _ = self.hyperparameters.n_step_returns()
         if isinstance(n_step, int) and n_step > 1 and not self.offline_data.reads_episodes:
             problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "

@@ -46,3 +46,6 @@ class TrainingConfig(Section):
     learner_connector: Callable[..., Any] | str | None = option(None)
     #: Whether the default learner connector pieces follow the custom ones.
     add_default_connectors_to_learner_pipeline: bool = option(True)
+    #: With ``"sampler"`` in ``input_``: online rows trained per env step sampled (RLlib's
+    #: ``training_intensity``); ``None``: 1, each env step trained on about once.
+    training_intensity: float | None = option(None, optional(A_NUMBER_ABOVE_0))

@@ -40,10 +40,10 @@ class DQNConfig(AlgorithmConfig):
     (no exploration of an env: nothing keeps the Q-values of actions the data never takes in
     check, which ``DiscreteCQLConfig`` adds).
 
-    Options of RLlib's DQN that need an env to collect from or a learned return distribution
-    (``num_atoms``, ``noisy``, ``v_min``/``v_max``, prioritized ``replay_buffer_config``,
-    ``training_intensity``) are not options here: giving one is an error as for any unknown
-    key.
+    Options of RLlib's DQN for a learned return distribution or a prioritized buffer
+    (``num_atoms``, ``noisy``, ``v_min``/``v_max``, prioritized ``replay_buffer_config``) are
+    not options here: giving one is an error as for any unknown key. ``training_intensity`` is
+    a shared ``training`` option, for the ``"sampler"``'s share of ``input_``.
 
     Examples:
         >>> config = (DQNConfig().environment("CartPole-v1")
