@@ -10,6 +10,7 @@ env steps/s per runner, and each phase's seconds.
     PYTHONPATH=. python benchmarks/offline_to_online.py [--env Pendulum-v1] [--algorithm IQL]
         [--episodes 5] [--offline-iterations 6] [--online-iterations 8] [--updates 500]
         [--weight 0.5] [--training-intensity 64] [--exploration-epsilon 0.1]
+        [--training '{"tau": 0.005}']
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def main() -> None:
                         help="DQN's EpsilonGreedy final_epsilon (other algorithms sample their "
                              "own distribution)")
     parser.add_argument("--evaluation-episodes", type=int, default=20)
+    parser.add_argument("--training", type=json.loads, default={},
+                        help="more training() settings, as JSON: '{\"tau\": 0.005}'")
     args = parser.parse_args()
 
     from offline_rl.algorithms.registry import get_algorithm_config_class
@@ -64,6 +67,7 @@ def main() -> None:
         if args.algorithm == "DQN":
             offline.training(exploration_config={"type": "EpsilonGreedy",
                                                  "final_epsilon": args.exploration_epsilon})
+        offline.training(**args.training)
         with offline.build() as algo:
             offline_returns, _, offline_s = train_and_evaluate(algo, args.offline_iterations)
             checkpoint = algo.save_to_path(Path(tmp) / "offline")
