@@ -27,6 +27,7 @@ from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec
 from offline_rl.errors import ConfigError
+from offline_rl.evaluation.off_policy.target_policy import TargetPolicy
 from offline_rl.models.actor_critic_module import (
     ActorCriticTorchRLModule,
     SquashedActorCriticTorchRLModule,
@@ -391,6 +392,27 @@ def test_discrete_cql_loss_is_double_q_td_error_plus_the_conservative_penalty():
     assert metrics["td_loss"] == pytest.approx(td.item(), rel=1e-5)
     assert metrics["cql_loss"] == pytest.approx(penalty.item(), rel=1e-5)
     assert metrics["total_loss"] == pytest.approx((td + 0.5 * penalty).item(), rel=1e-5)
+
+
+@pytest.mark.parametrize(("exploration_config", "probabilities"), [
+    (None, lambda q: torch.softmax(q, dim=1)),  # the default: SoftQ at temperature 1
+    ({"type": "EpsilonGreedy", "final_epsilon": 0.3},
+     lambda q: 0.1 + 0.7 * torch.nn.functional.one_hot(q.argmax(1), 3)),
+], ids=["default-softq", "epsilon-greedy"])
+def test_discrete_cql_explores_with_its_exploration_config_and_evaluates_greedily(
+        exploration_config, probabilities):
+    config = DiscreteCQLConfig().rl_module(model_config={"fcnet_hiddens": [16]})
+    if exploration_config is not None:
+        config.training(exploration_config=exploration_config)
+    module = config.get_rl_module_spec(BOX, gym.spaces.Discrete(3)).build()
+    obs = small_batch(4)["obs"]
+    with torch.no_grad():
+        q = module.q_values(torch.as_tensor(obs))
+    # What the sampler and recording sample, and off-policy estimators judge ...
+    np.testing.assert_allclose(TargetPolicy(module).all_probabilities(obs),
+                               probabilities(q).numpy(), atol=1e-6)
+    # ... while evaluation acts greedily.
+    np.testing.assert_array_equal(module.compute_actions(obs), q.argmax(1).numpy())
 
 
 @pytest.mark.timeout(300)

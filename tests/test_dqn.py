@@ -133,8 +133,8 @@ def test_the_target_network_moves_tau_each_time_the_trained_rows_pass_the_freque
     ({"exploration_config": {"type": "EpsilonGreedy", "initial_epsilon": 1.0,
                              "epsilon_timesteps": 10000}},
      "exploration_config: has RLlib's epsilon schedule ['initial_epsilon', "
-     "'epsilon_timesteps'], which advances with the env steps sampled, and offline DQN "
-     "samples none; give only final_epsilon"),
+     "'epsilon_timesteps'], which advances with the env steps sampled; offline-rl's policies "
+     "act with one epsilon: give only final_epsilon"),
 ])
 def test_bad_options_are_named_with_what_they_must_be(training, message):
     with pytest.raises(ConfigError, match=f"invalid DQNConfig:\n  {re.escape(message)}"):

@@ -1,5 +1,5 @@
-"""DQN's Q-network: ``QTorchRLModule`` with an optional dueling head, acting with a Boltzmann
-(SoftQ), epsilon-greedy or greedy policy over its Q-values."""
+"""The Q-network of DQN and DiscreteCQL: ``QTorchRLModule`` with an optional dueling head,
+acting with a Boltzmann (SoftQ), epsilon-greedy or greedy policy over its Q-values."""
 
 from __future__ import annotations
 

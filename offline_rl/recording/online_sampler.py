@@ -6,11 +6,11 @@ version, num_env_steps)`` hands every runner the weights and its share of the en
 returns at once; ``collect()`` waits for the complete episodes (as ``get_state()`` dicts, flat
 numpy data that crosses process boundaries cheaply) and their figures. Runners sample the
 module's exploration distribution (``recording.policies``: stochastic policies sample their
-action distribution; DQN acts with its ``exploration_config``, ``EpsilonGreedy`` or
-``SoftQ``; DiscreteCQL samples ``softmax(Q)``). A runner plays whole episodes until it has
-its steps; the episodes still running then are dropped and not counted. With ``record``,
-each runner writes its episodes with the recording writer (``offline_data(output=...)``), as
-a run of its own (its own run id in the file names, so nothing is overwritten).
+action distribution; DQN and DiscreteCQL act with their ``exploration_config``,
+``EpsilonGreedy`` or ``SoftQ``). A runner plays whole episodes until it has its steps; the
+episodes still running then are dropped and not counted. With ``record``, each runner writes
+its episodes with the recording writer (``offline_data(output=...)``), as a run of its own
+(its own run id in the file names, so nothing is overwritten).
 
 Examples:
     >>> import gymnasium as gym, numpy as np

@@ -10,24 +10,34 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.dqn.exploration import acting_model_config, exploration_problem
 from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, NON_NEGATIVE, TDHyperparameters
+from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.settings.options import option
 
-#: The module discrete CQL trains: a Q-network acting greedily, with a target copy.
-Q_MODULE = "offline_rl.models.q_module:QTorchRLModule"
+#: The module discrete CQL trains: a Q-network (DQN's, with no dueling head) and its target copy.
+Q_MODULE = "offline_rl.models.dqn_module:DQNTorchRLModule"
 
 
 @dataclass
 class DiscreteCQLHyperparameters(TDHyperparameters):
-    """Discrete CQL's hyperparameters (see ``DiscreteCQLConfig.training``)."""
+    """Discrete CQL's hyperparameters (see ``DiscreteCQLConfig.training``).
+
+    Examples:
+        >>> DiscreteCQLHyperparameters(exploration_config={"type": "Greedy"}).problems()[0][0]
+        'exploration_config'
+    """
 
     min_q_weight: float = option(1.0, NON_NEGATIVE)
     tau: float = option(0.005, A_POLYAK_COEFFICIENT)
+    exploration_config: dict[str, Any] = option({"type": "SoftQ", "temperature": 1.0},
+                                                exploration_problem)
 
 
 class DiscreteCQLConfig(AlgorithmConfig):
     """Configuration of conservative Q-learning for ``Discrete`` actions; the policy acts
-    greedily on the learned Q-values.
+    greedily on the learned Q-values, and samples its ``exploration_config`` where it explores
+    (recording, the sampler).
 
     Examples:
         >>> config = (DiscreteCQLConfig().environment("CartPole-v1")
@@ -52,15 +62,29 @@ class DiscreteCQLConfig(AlgorithmConfig):
                                                 "fcnet_activation": "relu"}
 
     def training(self, *, gamma: float = NotProvided, n_step: int = NotProvided,
-                 min_q_weight: float = NotProvided,
-                 tau: float = NotProvided, **kwargs: Any) -> DiscreteCQLConfig:
+                 min_q_weight: float = NotProvided, tau: float = NotProvided,
+                 exploration_config: dict[str, Any] = NotProvided,
+                 **kwargs: Any) -> DiscreteCQLConfig:
         """``AlgorithmConfig.training``'s settings (``lr`` trains the Q-network) plus the
         discount ``gamma``, ``n_step`` (> 1: n-step TD targets, for inputs of whole
         episodes), the weight ``min_q_weight`` of the conservative term
-        ``logsumexp_a Q(s, a) - Q(s, a_data)``, and the Polyak coefficient ``tau`` of the
-        target network."""
+        ``logsumexp_a Q(s, a) - Q(s, a_data)``, the Polyak coefficient ``tau`` of the
+        target network, and the ``exploration_config`` that recording and the sampler
+        sample and off-policy estimators judge, as DQN's (default ``{"type": "SoftQ",
+        "temperature": 1.0}``: ``softmax(Q)``; evaluation acts greedily whatever it is)."""
         super().training(**kwargs)
         return self._set(self.sections.hyperparameters, locals())
+
+    def get_rl_module_spec(self, observation_space: gym.Space,
+                           action_space: gym.Space) -> RLModuleSpec:
+        """``AlgorithmConfig``'s spec, its model config a ``DQNModelConfig`` with no dueling
+        head, acting greedily unless asked to explore, with the ``exploration_config``'s
+        policy."""
+        spec = super().get_rl_module_spec(observation_space, action_space)
+        spec.model_config = acting_model_config(
+            spec.model_config, self.sections.hyperparameters.exploration_config,
+            dueling=False, explore=False)
+        return spec
 
     @property
     def algo_class(self) -> type[Algorithm]:

@@ -10,9 +10,8 @@ import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.dqn.exploration import exploration_problem, exploration_settings
+from offline_rl.algorithms.dqn.exploration import acting_model_config, exploration_problem
 from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, TDHyperparameters
-from offline_rl.models.model_config import DQNModelConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.settings.options import A_BOOL, AN_INT_AT_LEAST_1, one_of, option
 
@@ -106,10 +105,9 @@ class DQNConfig(AlgorithmConfig):
         ``dueling``, ``explore`` and the ``exploration_config``'s policy."""
         spec = super().get_rl_module_spec(observation_space, action_space)
         hyperparameters = self.sections.hyperparameters
-        spec.model_config = DQNModelConfig(**{
-            **spec.model_config.to_dict(), "dueling": hyperparameters.dueling,
-            "explore": hyperparameters.explore,
-            **exploration_settings(hyperparameters.exploration_config)})
+        spec.model_config = acting_model_config(
+            spec.model_config, hyperparameters.exploration_config,
+            dueling=hyperparameters.dueling, explore=hyperparameters.explore)
         return spec
 
     @property
