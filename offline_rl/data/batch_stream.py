@@ -270,7 +270,10 @@ def wait_for_iteration_threads(*, others: Collection[threading.Thread] = (),
     """
     deadline = time.monotonic() + timeout_s
     for thread in threading.enumerate():
-        if thread.name == RAY_DATA_ITERATION_THREAD and thread not in others:
+        # A thread that a pipeline still running is starting right now (another source of a
+        # mix, say) is listed before it is alive, and cannot be joined yet: not one of ours.
+        if thread.name == RAY_DATA_ITERATION_THREAD and thread not in others \
+                and thread.is_alive():
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
