@@ -56,6 +56,7 @@ _LAZY = {
     "NoopOutput": "offline_rl.recording.output_writer",
     "SingleAgentEpisode": "offline_rl.episodes.episode",
     "EpisodeType": "offline_rl.episodes.episode",
+    "MultiAgentEpisode": "offline_rl.episodes.multi_agent_episode",
     "EpisodeReplayBuffer": "offline_rl.episodes.replay_buffer",
     "RLModuleSpec": "offline_rl.models.rl_module_spec",
     "MultiRLModule": "offline_rl.models.multi_rl_module",

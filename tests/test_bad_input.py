@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offline_rl import OfflineData, OfflinePreLearner, SingleAgentEpisode
-from offline_rl.codec import pack_episode_state
+from offline_rl import MultiAgentEpisode, OfflineData, OfflinePreLearner, SingleAgentEpisode
+from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
 from offline_rl.data.offline_data import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.episode_input import decode_episode
@@ -459,16 +459,15 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
     """Issue 39: a MultiAgentBatch line was refused as 'ragged or mixed', a MultiAgentEpisode
     state as missing fields, and rows naming agents trained one module on every agent's rows,
     none saying the data was multi-agent."""
-    agents = {}
-    for agent in ("pursuer", "evader"):
-        agents[agent] = SingleAgentEpisode(
-            agent, observations=np.zeros((3, 4), np.float32), actions=[0, 1],
-            rewards=[1.0, 1.0], terminated=True, len_lookback_buffer=0).to_numpy()
+    agents = ("pursuer", "evader")
     if source == "episodes":
-        state = {"id_": "m0", "agent_episodes": {name: episode.get_state()
-                                                 for name, episode in agents.items()},
-                 "is_terminated": True, "is_truncated": False}
-        pq.write_table(pa.table({"item": [pack_episode_state(state)]}), tmp_path / "ma.parquet")
+        episode = MultiAgentEpisode("m0")
+        episode.add_env_reset(dict.fromkeys(agents, np.zeros(4, np.float32)))
+        episode.add_env_step(dict.fromkeys(agents, np.ones(4, np.float32)),
+                             dict.fromkeys(agents, 1), dict.fromkeys(agents, 1.0),
+                             terminateds={"__all__": True})
+        state = pack_multi_agent_episode_state(episode.to_numpy().get_state())
+        pq.write_table(pa.table({"item": [state]}), tmp_path / "ma.parquet")
         options, expected = {"input_read_episodes": True}, (
             r"ma\.parquet \(column 'item'\): a MultiAgentEpisode state \(agents \['evader', "
             r"'pursuer'\]\): multi-agent episodes are not supported yet")

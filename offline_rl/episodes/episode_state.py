@@ -56,8 +56,9 @@ def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:
     ``extra_model_outputs``) and spaces (``_observation_space``, ``_action_space``), rebuilt;
     raises ``ValueError`` naming the field when the state is malformed."""
     if "agent_episodes" in state:  # RLlib's MultiAgentEpisode.get_state()
-        agents = state["agent_episodes"]
-        names = sorted(map(str, agents)) if isinstance(agents, dict) else "?"
+        agents = state["agent_episodes"]  # (agent id, state) pairs; a dict in older layouts
+        names = sorted(str(agent[0] if isinstance(agent, list | tuple) and agent else agent)
+                       for agent in agents) if isinstance(agents, list | dict) else "?"
         raise ValueError(f"a MultiAgentEpisode state (agents {names}): multi-agent episodes are "
                          "not supported yet, offline-rl reads SingleAgentEpisode states")
     missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
