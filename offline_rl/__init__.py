@@ -39,6 +39,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
     "Algorithm": "offline_rl.algorithms.algorithm",
+    "MultiAgentAlgorithm": "offline_rl.algorithms.multi_agent_algorithm",
     **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
        for name in (f"{algorithm}Config", algorithm)},
     "BCCatalog": "offline_rl.algorithms.bc.bc_catalog",

@@ -124,7 +124,8 @@ def _train(args: argparse.Namespace) -> int:
                           "earlier run's results?) and training would replace them: continue "
                           f"that run with --resume {output}, choose another --output-dir, or "
                           "pass --overwrite to replace them")
-    check_checkpoint_path(output / "checkpoint")  # before training, not after it
+    check_checkpoint_path(output / "checkpoint",  # before training, not after it
+                          module_folders=config.sections.multi_agent.trained_modules)
     resumed_from = newest_checkpoint(args.resume) if args.resume else None
     checkpointing = config.sections.checkpointing
     checkpoints = PeriodicCheckpoints(output, frequency=checkpointing.checkpoint_frequency,
@@ -145,13 +146,14 @@ def _train(args: argparse.Namespace) -> int:
             result = algo.train()
             writer.write(result)
             checkpoints.after_iteration(algo, result["training_iteration"])
-            learner = result["learners"]["default_policy"]
+            losses = [module["total_loss"] for module in result["learners"].values()
+                      if isinstance(module, dict) and "total_loss" in module]  # each module's
             recent.append((time.perf_counter(),
                            result["learners"]["__all_modules__"]["num_env_steps_trained"]))
             if "env_runners" in result.get("evaluation", {}):
                 last_return = result["evaluation"]["env_runners"]["episode_return_mean"]
             bar.update()
-            bar.set_postfix(loss=f"{learner['total_loss']:.4f}",
+            bar.set_postfix(loss=f"{sum(losses) / len(losses):.4f}",
                             eval_return="-" if math.isnan(last_return) else f"{last_return:.1f}",
                             steps_per_s=f"{_throughput(recent):,.0f}")
             if last_return >= stop.get("return", math.inf):

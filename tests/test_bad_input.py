@@ -476,7 +476,9 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
         pq.write_table(table, tmp_path / "ma.parquet")
         options, expected = {}, (r"ma\.parquet, row 0 \(.*\): column 'agent_id' names the "
                                  r"agents \['evader', 'pursuer'\]: rows of multi-agent data, "
-                                 r"which is not supported yet")
+                                 r"which one module \('default_policy'\) would train on "
+                                 r"mixed. Declare the modules and map the agents to them: "
+                                 r"config.multi_agent")
     else:
         batches = {name: {"obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2, "actions": [0, 1],
                           "rewards": [1.0, 1.0], "terminateds": [False, True]}

@@ -329,7 +329,9 @@ def test_forms_that_are_no_multi_agent_env_are_refused_saying_what_to_pass(monke
     with pytest.raises(ConfigError, match=r"^env='classic/no_such_game_v1' is not an env "
                                           r"PettingZoo registers \(Environment 'classic/no_such"
                                           r"_game-v1' not found in registry.*\); pass the name "
-                                          r"of a PettingZoo env .*, a creator of the env \(a "
+                                          r"of one of offline-rl's envs \['AlternatingCartPole', "
+                                          r"'MultiAgentCartPole'\] or of a PettingZoo env .*, a "
+                                          r"creator of the env \(a "
                                           r"class or function: env_config -> env, .*\) or an env "
                                           r"instance, in RLlib's MultiAgentEnv shape or a "
                                           r"PettingZoo ParallelEnv or AECEnv$"):

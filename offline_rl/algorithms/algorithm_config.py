@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -238,6 +238,33 @@ class AlgorithmConfig(FlatAccess):
             model_config = {**self.sections.rl_module.model_config, **model_config}
         return self._set(self.sections.rl_module, locals())
 
+    def multi_agent(self, *, policies: Collection[str] | Mapping[str, Any] | None = NotProvided,
+                    policy_mapping_fn: Callable[..., str] | Mapping[Any, str] | None
+                    = NotProvided,
+                    policies_to_train: Collection[str] | None = NotProvided) -> AlgorithmConfig:
+        """Several modules, one per kind of agent (RLlib's names): ``policies`` (their ids; a
+        dict's keys, as RLlib's ``{id: PolicySpec}``), ``policy_mapping_fn`` (RLlib's
+        ``(agent_id, episode, **kwargs) -> module_id``, or a dict ``{agent_id: module_id}``)
+        and ``policies_to_train`` (default: all). Each trained module learns, as its own
+        algorithm, from the rows of the agents mapped to it (independent learners).
+
+        Examples:
+            >>> from offline_rl import BCConfig
+            >>> config = BCConfig().multi_agent(policies={"left", "right"},
+            ...                                 policy_mapping_fn={"a0": "left", "a1": "right"})
+            >>> config.sections.multi_agent.policies
+            ['left', 'right']
+        """
+        if isinstance(policies, Mapping) or isinstance(policies, list | tuple):
+            policies = list(policies)
+        elif isinstance(policies, Collection) and not isinstance(policies, str):
+            policies = sorted(policies)
+        if isinstance(policies_to_train, Collection) and not isinstance(policies_to_train, str):
+            policies_to_train = [module for module in policies_to_train]
+        if isinstance(policy_mapping_fn, Mapping):
+            policy_mapping_fn = dict(policy_mapping_fn)
+        return self._set(self.sections.multi_agent, locals())
+
     def debugging(self, *, seed: int | None = NotProvided) -> AlgorithmConfig:
         """Seeds torch, data shuffling and evaluation episodes for reproducible runs."""
         return self._set(self.sections.debugging, locals())
@@ -269,6 +296,9 @@ class AlgorithmConfig(FlatAccess):
         if self.algo_class is None:
             raise ConfigError(f"{type(self).__name__} builds no algorithm; use an algorithm "
                               "config such as BCConfig")
+        if self.sections.multi_agent.is_multi_agent:
+            from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
+            return MultiAgentAlgorithm(self)
         return self.algo_class(self)
 
     def get_rl_module_spec(self, observation_space: gym.Space,
@@ -324,7 +354,8 @@ class AlgorithmConfig(FlatAccess):
             prelearner_class=_as_class(sections.offline_data.prelearner_class),
             prelearner_buffer_class=_as_class(sections.offline_data.prelearner_buffer_class),
             learner_pipeline=self.build_learner_connector(*spaces),
-            rl_module_spec=self.get_rl_module_spec(*spaces))
+            rl_module_spec=self.get_rl_module_spec(*spaces),
+            agent_ids=sections.multi_agent.agent_ids())
 
     def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:
         """What the learners need: the ``training``, ``learners`` and hyperparameter sections,

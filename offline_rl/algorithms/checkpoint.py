@@ -18,7 +18,7 @@ import re
 import shutil
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +65,35 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
     removed and an older checkpoint at ``path`` stays as it was."""
     target = Path(path)
     check_checkpoint_path(target)
+    return _write_staged(target, lambda staging: _write_files(staging, learner, config,
+                                                              algorithm_state, target))
+
+
+def write_multi_agent_checkpoint(path: str | Path, config: AlgorithmConfig,
+                                 algorithm_state: dict[str, Any],
+                                 modules: dict[str, Callable[[Path], Any]]) -> Path:
+    """Writes a multi-agent checkpoint folder at ``path``: the config and counters, and a
+    checkpoint folder per trained module, which ``modules[module_id](folder)`` writes (see
+    ``write_checkpoint``, whose errors and safety it shares: a folder at ``path`` is replaced
+    only when it holds a checkpoint's files and its modules' checkpoint folders)."""
+    target = Path(path)
+    check_checkpoint_path(target, module_folders=modules)
+
+    def write(staging: Path) -> None:
+        _write_config_and_state(staging, config, algorithm_state, target, stacklevel=6)
+        for module_id, save in modules.items():
+            save(staging / module_id)
+
+    return _write_staged(target, write)
+
+
+def _write_staged(target: Path, write: Callable[[Path], None]) -> Path:
+    """Runs ``write`` into a staging folder beside ``target``, then puts it in ``target``'s
+    place (an older checkpoint there is removed only then)."""
     staging = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     try:
         staging.mkdir(parents=True)
-        _write_files(staging, learner, config, algorithm_state, target)
+        write(staging)
     except (OSError, RuntimeError) as error:  # torch reports a full disk as a RuntimeError
         shutil.rmtree(staging, ignore_errors=True)
         free = shutil.disk_usage(target.parent if target.parent.exists() else Path.cwd()).free
@@ -76,6 +101,9 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
             f"could not write the checkpoint {target} ({error}); {free / 2**20:.1f} MiB are free "
             "on its disk. Free space or save elsewhere; an older checkpoint there is intact"
         ) from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     previous = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
     if target.exists():
         target.rename(previous)
@@ -84,18 +112,25 @@ def write_checkpoint(path: str | Path, learner: Any, config: AlgorithmConfig,
     return target
 
 
-def check_checkpoint_path(target: Path) -> None:
+def check_checkpoint_path(target: Path, *, module_folders: Collection[str] = ()) -> None:
     """Raises ``OutputError`` when a checkpoint cannot be saved to ``target`` without losing a
-    user's file: it is a file, or a folder whose entries are not all a checkpoint's files
-    (saving replaces the folder)."""
+    user's file: it is a file, or a folder whose entries are not all a checkpoint's files, or
+    (a multi-agent checkpoint's) folders of ``module_folders`` holding only those (saving
+    replaces the folder)."""
     if target.is_symlink() or (target.exists() and not target.is_dir()):
         raise OutputError(f"cannot save a checkpoint to {target}: it is a file (or a link), not "
                           "a checkpoint folder; save to another path")
     if not target.is_dir():
         return
-    foreign = sorted(entry.name for entry in target.iterdir()
-                     if entry.name not in CHECKPOINT_FILES or not entry.is_file()
-                     or entry.is_symlink())
+    def is_checkpoints(entry: Path) -> bool:
+        if entry.is_symlink():
+            return False
+        if entry.name in module_folders and entry.is_dir():
+            check_checkpoint_path(entry)
+            return True
+        return entry.name in CHECKPOINT_FILES and entry.is_file()
+
+    foreign = sorted(entry.name for entry in target.iterdir() if not is_checkpoints(entry))
     if foreign:
         raise OutputError(
             f"cannot save a checkpoint to {target}: that folder holds what a checkpoint does not "
@@ -156,13 +191,21 @@ def _without_credentials(config: AlgorithmConfig, path: str | Path) -> Algorithm
 def _write_files(staging: Path, learner: Any, config: AlgorithmConfig,
                  algorithm_state: dict[str, Any], target: Path) -> None:
     learner.save_state(staging / LEARNER_STATE_FILE)
+    _write_config_and_state(staging, config, algorithm_state, target, stacklevel=8)
+
+
+def _write_config_and_state(staging: Path, config: AlgorithmConfig,
+                            algorithm_state: dict[str, Any], target: Path,
+                            stacklevel: int) -> None:
+    """Writes the config (or, when YAML cannot hold it, says why in the state, warning the
+    caller ``stacklevel`` frames up) and the state."""
     try:
         _write_config(config, staging / CONFIG_FILE)
     except ConfigError as error:  # e.g. a lambda as env creator: YAML cannot hold it
         algorithm_state = {**algorithm_state, NO_CONFIG_KEY: error.message}
         warnings.warn(f"checkpoint {target} has no {CONFIG_FILE}: {error.message}. Loading it "
                       "will need the config: Algorithm.from_checkpoint(path, config=...)",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=stacklevel)
     (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
 
 

@@ -124,6 +124,8 @@ class BatchStream:
         #: threads among them are other streams', which ``stop`` does not wait for.
         self._threads_before: frozenset[threading.Thread] = frozenset()
         self._failed: BaseException | None = None
+        #: Set once the first fetched batch (or the thread's error) is queued.
+        self._first_fetched = threading.Event()
         self.stats = stats or StreamStats()
 
     def start(self) -> BatchStream:
@@ -167,6 +169,7 @@ class BatchStream:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=_POLL_S)
+                self._first_fetched.set()
                 return True
             except queue.Full:
                 continue
@@ -182,6 +185,11 @@ class BatchStream:
             self._failed = item[1]
             raise self._failed
         return item
+
+    def wait_for_data(self) -> None:
+        """Returns once the thread has fetched its first batch (the dataset opened, mapped data
+        materialized), or has failed (the error is raised by ``next_batch``)."""
+        self._first_fetched.wait()
 
     def next_batch(self, num_rows: int, *, stop_at_epoch_end: bool = False) -> Batch | None:
         """The next ``num_rows`` rows as a dict of numpy columns.

@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from connectors import ConnectorPipelineV2, default_learner_pipeline
+from offline_rl.columns import Columns
 from offline_rl.data.input_api import InputCreator, input_creator
 from offline_rl.data.online_input import offline_part
+from offline_rl.formats.tabular import resolve_schema
 from offline_rl.models.multi_rl_module import MultiRLModuleSpec
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
@@ -69,8 +73,17 @@ class DataConfig(FlatAccess):
     input_creator: InputCreator | None = None
     #: The share of each train batch that ``input_``'s ``"sampler"`` supplies (0: none).
     sampler_weight: float = 0.0
+    #: The agents whose rows this pipeline reads (one module's of a multi-agent config; the
+    #: rows' ``agent_id`` column names them); ``None``: single-agent rows, which name none.
+    agent_ids: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.agent_ids is not None:
+            self.offline_data = dataclasses.replace(
+                self.offline_data, input_read_method_kwargs=with_agent_filter(
+                    self.offline_data.input_read_method_kwargs,
+                    resolve_schema(self.offline_data.input_read_schema)[Columns.AGENT_ID],
+                    self.agent_ids))
         if is_mixed(self.offline_data.input_):
             self.offline_data, self.sampler_weight = offline_part(self.offline_data)
         if self.input_creator is None:
@@ -101,6 +114,22 @@ class DataConfig(FlatAccess):
         ``MultiRLModuleSpec`` of ``DEFAULT_MODULE_ID`` (``None`` without a spec)."""
         spec = self.rl_module_spec
         return None if spec is None else MultiRLModuleSpec({DEFAULT_MODULE_ID: spec})
+
+
+def with_agent_filter(read_kwargs: dict[str, Any], agent_column: str,
+                      agent_ids: tuple[str, ...]) -> dict[str, Any]:
+    """``read_kwargs`` whose ``filter`` (Ray Data's and pyarrow's row filter, pushed down into
+    the Parquet reads) also keeps only the rows of ``agent_ids``.
+
+    Examples:
+        >>> with_agent_filter({}, "agent_id", ("a",))["filter"]
+        <pyarrow.compute.Expression is_in(agent_id, {value_set=string:[
+          "a"
+        ], null_matching_behavior=MATCH})>
+    """
+    keep = pc.field(agent_column).isin(pa.array(agent_ids, pa.string()))
+    given = read_kwargs.get("filter")
+    return {**read_kwargs, "filter": keep if given is None else given & keep}
 
 
 def as_data_config(config: object, spaces: tuple[gym.Space, gym.Space]) -> DataConfig:

@@ -157,6 +157,12 @@ class OfflineData:
         self.stream = BatchStream(self._stream_source, self._epochs()).start()
         return self
 
+    def wait_for_data(self) -> None:
+        """Returns once the stream ``start()`` opened has its first batch (its mapped data
+        materialized, when so configured) or has failed; at once without a stream."""
+        if self.stream is not None:
+            self.stream.wait_for_data()
+
     def _stream_source(self) -> ray.data.Dataset | Callable[[int], ray.data.DataIterator]:
         """What the stream reads (in its thread): the mapped dataset, built if not yet; when
         ``repeats_epochs``, the function planning a pass from a given epoch on

@@ -62,11 +62,16 @@ class RowReader:
             compressed.add(Columns.NEXT_OBS)
         #: The columns named compressed by the config (others are recognized by their values).
         self.compressed = {schema.get(name, name) for name in compressed}
+        #: The agents whose rows this reader takes (``None``: single-agent rows).
+        self.agent_ids = config.agent_ids
 
     def read(self, table: pa.Table, bookkeeping: tuple[str, ...] = ()
              ) -> dict[str, np.ndarray]:
         """The train columns of ``table`` and those of the ``bookkeeping`` fields it has."""
-        self._check_single_agent(table)
+        if self.agent_ids is None:
+            self._check_single_agent(table)
+        else:
+            self._check_agents(table)
         names = train_column_names(table.column_names, self.schema)
         names += [self.schema[field] for field in bookkeeping
                   if self.schema[field] in table.column_names]
@@ -105,12 +110,35 @@ class RowReader:
             kinds = "agents" if field == Columns.AGENT_ID else "modules"
             raise DataFormatError(
                 f"{self.locator.place(table)(first)}: column {name!r} names the {kinds} "
-                f"{ids[:5]}: rows of multi-agent data, "
-                f"which is not supported yet (offline-rl trains one module, "
-                f"{DEFAULT_MODULE_ID!r}, and would mix the agents' rows into it). Single-agent "
-                "rows leave agent_id and module_id empty, as RLlib writes them; if yours are "
-                f"single-agent, leave the column out of the read: config.offline_data("
-                f"input_read_method_kwargs={{'columns': [...]}})")
+                f"{ids[:5]}: rows of multi-agent data, which one module "
+                f"({DEFAULT_MODULE_ID!r}) would train on mixed. Declare the modules and map "
+                "the agents to them: config.multi_agent(policies=[...], policy_mapping_fn=...) "
+                "(see the guide's 'Multi-agent data'). Single-agent rows leave agent_id and "
+                "module_id empty, as RLlib writes them; if yours are single-agent, leave the "
+                "column out of the read: config.offline_data(input_read_method_kwargs="
+                "{'columns': [...]})")
+
+    def _check_agents(self, table: pa.Table) -> None:
+        """Raises ``DataFormatError``, naming the first such row, for rows of another agent
+        than ``agent_ids`` (a read the row filter did not reach, such as a custom
+        ``input_read_method``'s) or of none: each row of multi-agent data trains the module
+        its agent maps to."""
+        name = self.schema[Columns.AGENT_ID]
+        column = table.column(name) if name in table.column_names else None
+        if column is None:
+            raise DataFormatError(f"{self.source}: multi-agent rows need the column {name!r} "
+                                  "naming each row's agent; it is missing (map another column "
+                                  "to it with config.offline_data(input_read_schema="
+                                  f"{{'agent_id': column}}))")
+        other = pc.invert(pc.fill_null(pc.is_in(pc.cast(column, pa.string()),
+                                                pa.array(self.agent_ids, pa.string())), False))
+        if pc.any(other).as_py():
+            first = pc.indices_nonzero(other)[0].as_py()
+            raise DataFormatError(
+                f"{self.locator.place(table)(first)}: column {name!r} names the agent "
+                f"{column[first].as_py()!r}, but this module's rows are those of the agents "
+                f"{list(self.agent_ids)} (multi_agent's policy_mapping_fn maps each row's "
+                "agent to the module it trains; every row must name its agent)")
 
     def read_all(self, table: pa.Table) -> dict[str, np.ndarray]:
         """Every column of ``table`` as numpy, as it is (for a custom ``_map_to_episodes``)."""

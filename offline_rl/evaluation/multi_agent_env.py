@@ -3,8 +3,7 @@
 creator or as an instance, as offline-rl's ``MultiAgentEnv``.
 
 Examples:
-    >>> from offline_rl.evaluation.multi_agent_cartpole import MultiAgentCartPole
-    >>> env = make_multi_agent_env(MultiAgentCartPole, {"num_agents": 3})
+    >>> env = make_multi_agent_env("MultiAgentCartPole", {"num_agents": 3})
     >>> env.possible_agents, env.action_spaces["agent_2"]
     (['agent_0', 'agent_1', 'agent_2'], Discrete(2))
     >>> observations, infos = env.reset(seed=0)
@@ -27,11 +26,16 @@ import gymnasium as gym
 
 from offline_rl.episodes.multi_agent_episode import AgentID
 from offline_rl.errors import ConfigError
-from offline_rl.evaluation.multi_agent_interface import MultiAgentEnv, StepResult
+from offline_rl.evaluation.multi_agent_cartpole import AlternatingCartPole, MultiAgentCartPole
+from offline_rl.evaluation.multi_agent_interface import MultiAgentEnv, StepResult, reset_dict_env
 from offline_rl.evaluation.pettingzoo_envs import PettingZooParallelEnv, PettingZooTurnBasedEnv
 
+#: offline-rl's own multi-agent envs, by the name a config (or YAML file) gives.
+OFFLINE_RL_ENVS = {"MultiAgentCartPole": MultiAgentCartPole,
+                   "AlternatingCartPole": AlternatingCartPole}
 #: What ``make_multi_agent_env`` takes, for its error messages.
-ACCEPTED = ("the name of a PettingZoo env (pettingzoo>=1.27 registers them, e.g. "
+ACCEPTED = (f"the name of one of offline-rl's envs {sorted(OFFLINE_RL_ENVS)} or of a "
+            "PettingZoo env (pettingzoo>=1.27 registers them, e.g. "
             "'classic/tictactoe_v3'), a creator of the env (a class or function: env_config -> "
             "env, or one that takes env_config as keyword arguments, as PettingZoo's env and "
             "parallel_env functions) or an env instance, in RLlib's MultiAgentEnv shape or a "
@@ -57,8 +61,7 @@ class RLlibShapedEnv(MultiAgentEnv):
 
     def _reset(self, seed: int | None, options: dict | None
                ) -> tuple[dict[AgentID, Any], dict[AgentID, dict]]:
-        observations, infos = self.env.reset(seed=seed, options=options)
-        return dict(observations), dict(infos)
+        return reset_dict_env(self.env, seed, options)
 
     def _step(self, actions: dict[AgentID, Any]) -> StepResult:
         observations, rewards, terminateds, truncateds, infos = self.env.step(actions)
@@ -72,8 +75,9 @@ class RLlibShapedEnv(MultiAgentEnv):
 
 def make_multi_agent_env(env: Any, env_config: Mapping[str, Any] | None = None
                          ) -> MultiAgentEnv:
-    """The env ``env`` names (in PettingZoo's registry: ``pettingzoo.make(..., **env_config)``,
-    its parallel API where it has one), makes (a creator, called with ``env_config``) or is (an
+    """The env ``env`` names (one of ``OFFLINE_RL_ENVS``, made with ``env_config``; else in
+    PettingZoo's registry: ``pettingzoo.make(..., **env_config)``, its parallel API where it
+    has one), makes (a creator, called with ``env_config``) or is (an
     instance, with no ``env_config``), adapted to ``MultiAgentEnv``: one already adapted is
     returned as it is.
 
@@ -82,6 +86,8 @@ def make_multi_agent_env(env: Any, env_config: Mapping[str, Any] | None = None
     forms taken.
     """
     config = dict(env_config or {})
+    if isinstance(env, str) and env in OFFLINE_RL_ENVS:
+        return _adapt(OFFLINE_RL_ENVS[env](config))
     if isinstance(env, str):
         return _adapt(_make_registered(env, config))
     if _is_creator(env):

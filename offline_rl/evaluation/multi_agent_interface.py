@@ -35,6 +35,14 @@ def set_episode_end(terminateds: dict[AgentID, bool], truncateds: dict[AgentID, 
     terminateds[ALL], truncateds[ALL] = terminated, over and not terminated
 
 
+def reset_dict_env(env: Any, seed: int | None, options: dict | None
+                   ) -> tuple[dict[AgentID, Any], dict[AgentID, dict]]:
+    """Resets ``env``, whose ``reset`` returns observations and infos in dicts by agent (RLlib's
+    shape, PettingZoo's parallel API); returns copies of them."""
+    observations, infos = env.reset(seed=seed, options=options)
+    return dict(observations), dict(infos)
+
+
 class MultiAgentEnv(ABC):
     """A multi-agent env as RLlib shapes one: ``reset(seed=...) -> (observations, infos)`` and
     ``step(actions) -> (observations, rewards, terminateds, truncateds, infos)``, dicts by agent

@@ -24,7 +24,12 @@ from typing import Any
 import gymnasium as gym
 
 from offline_rl.episodes.multi_agent_episode import AgentID
-from offline_rl.evaluation.multi_agent_interface import MultiAgentEnv, StepResult, set_episode_end
+from offline_rl.evaluation.multi_agent_interface import (
+    MultiAgentEnv,
+    StepResult,
+    reset_dict_env,
+    set_episode_end,
+)
 
 
 class _PettingZooEnv(MultiAgentEnv):
@@ -49,8 +54,7 @@ class PettingZooParallelEnv(_PettingZooEnv):
 
     def _reset(self, seed: int | None, options: dict | None
                ) -> tuple[dict[AgentID, Any], dict[AgentID, dict]]:
-        observations, infos = self.env.reset(seed=seed, options=options)
-        return dict(observations), dict(infos)
+        return reset_dict_env(self.env, seed, options)
 
     def _step(self, actions: dict[AgentID, Any]) -> StepResult:
         observations, rewards, terminateds, truncateds, infos = self.env.step(actions)

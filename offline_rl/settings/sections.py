@@ -11,6 +11,7 @@ from offline_rl.settings.environment import EnvironmentConfig
 from offline_rl.settings.evaluation import CheckpointingConfig, EvaluationConfig
 from offline_rl.settings.flat_access import SectionGroup
 from offline_rl.settings.hyperparameters import Hyperparameters
+from offline_rl.settings.multi_agent import MultiAgentConfig, multi_agent_problems
 from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import Section
 from offline_rl.settings.resources import EnvRunnersConfig, LearnersConfig, ResourcesConfig
@@ -20,7 +21,7 @@ from offline_rl.settings.training import TrainingConfig
 
 #: ``to_dict``'s sections (the builder methods), in the order it writes them.
 LAYOUT = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
-          "evaluation", "checkpointing", "rl_module", "debugging")
+          "evaluation", "checkpointing", "rl_module", "multi_agent", "debugging")
 
 
 @dataclass
@@ -43,6 +44,7 @@ class ConfigSections(SectionGroup):
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpointing: CheckpointingConfig = field(default_factory=CheckpointingConfig)
     rl_module: RLModuleConfig = field(default_factory=RLModuleConfig)
+    multi_agent: MultiAgentConfig = field(default_factory=MultiAgentConfig)
     debugging: DebuggingConfig = field(default_factory=DebuggingConfig)
 
     def problems(self) -> list[tuple[str, str]]:
@@ -65,6 +67,7 @@ class ConfigSections(SectionGroup):
             problems.append(("training_intensity", "it sets how many online rows are trained "
                              "per env step sampled: mix 'sampler' into input_ (e.g. {path: "
                              "0.8, 'sampler': 0.2}), or leave it unset"))
+        problems += multi_agent_problems(self)
         n_step, _ = self.hyperparameters.n_step_returns()
         if isinstance(n_step, int) and n_step > 1 and not self.offline_data.reads_episodes:
             problems.append(("n_step", f"n_step={n_step} needs whole episodes: read them with "

@@ -1,0 +1,263 @@
+"""``MultiAgentAlgorithm``: the modules of a multi-agent config trained side by side, each on
+the rows of the agents mapped to it (independent learners), and evaluated together in the
+multi-agent env."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import gymnasium as gym
+import ray
+
+from offline_rl.algorithms import checkpoint
+from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, Algorithm
+from offline_rl.algorithms.ray_start import start_ray
+from offline_rl.data.data_config import DataConfig
+from offline_rl.data.input_agents import input_agents
+from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
+from offline_rl.evaluation.multi_agent_rollout import (
+    multi_agent_episode_statistics,
+    multi_agent_rollout,
+)
+from offline_rl.models.multi_rl_module import MultiRLModule
+from offline_rl.names import (
+    ALL_MODULES,
+    DEFAULT_MODULE_ID,
+    ENV_RUNNER_RESULTS,
+    EVALUATION_RESULTS,
+    LEARNER_RESULTS,
+)
+
+if TYPE_CHECKING:
+    from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+
+Spaces = tuple[gym.Space, gym.Space]
+
+
+class MultiAgentAlgorithm:
+    """Trains the modules of ``config.multi_agent(...)``: each trained module is an algorithm of
+    its own (its data pipeline reads the rows of the agents ``policy_mapping_fn`` maps to it,
+    filtered as the Parquet files are read; its learners; its checkpoint folder), and one
+    ``train()`` trains each of them one iteration. Evaluation plays every module in the
+    multi-agent env (``environment(env=...)``: see ``make_multi_agent_env``), each acting
+    greedily for its agents; modules not in ``policies_to_train`` act as they were built.
+
+    Building reads the agent ids of the input's rows first (one column), and maps each, and
+    the env's agents, to its module: an agent mapped to a module ``policies`` does not name,
+    or a trained module without rows, is a ``ConfigError`` naming them. Modules take their
+    spaces from the env's agents (the agents of a module must agree), else from
+    ``environment(observation_space=..., action_space=...)``.
+
+    ``result["learners"][module_id]`` holds each module's loss metrics,
+    ``["__all_modules__"]`` the steps of all; ``result["data"][module_id]`` each pipeline's
+    figures; evaluation reports RLlib's ``episode_return_mean`` (of the agents' returns
+    summed), ``agent_episode_returns_mean`` and ``module_episode_returns_mean``.
+    """
+
+    @surface_errors
+    def __init__(self, config: AlgorithmConfig):
+        started = time.perf_counter()
+        config.validate()
+        self.config = config.copy()
+        self.algorithms: dict[str, Algorithm] = {}
+        self.envs: list[Any] = []
+        self._untrained = MultiRLModule({})
+        self._started_ray = False
+        try:
+            self._build()
+        except BaseException:
+            self.stop()
+            raise
+        self.iteration = 0
+        self.num_env_steps_trained_lifetime = 0
+        self._train_time_s = 0.0
+        self.build_time_s = time.perf_counter() - started
+
+    def _build(self) -> None:
+        sections = self.config.sections
+        multi_agent, environment = sections.multi_agent, sections.environment
+        if environment.env is not None:
+            count = min(sections.evaluation.evaluation_duration, MAX_EVALUATION_ENVS)
+            self.envs = [make_multi_agent_env(environment.env, environment.env_config)
+                         for _ in range(count)]
+        env_agents = list(self.envs[0].possible_agents) if self.envs else []
+        data_agents = input_agents(DataConfig(sections.offline_data))
+        self.mapping = agent_mapping(multi_agent, [*env_agents, *data_agents])
+        idle = [module for module in multi_agent.trained_modules
+                if not any(self.mapping[agent] == module for agent in data_agents)]
+        if idle:
+            raise ConfigError(f"the modules {idle} are to be trained, but no row of the input "
+                              f"is theirs: its agents {data_agents} map to "
+                              f"{sorted(set(map(self.mapping.get, data_agents)))}; map agents "
+                              "to them, or leave them out of policies_to_train")
+        spaces = module_spaces(multi_agent.policies, self.mapping, self.envs[:1],
+                               (environment.observation_space, environment.action_space))
+        self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
+        for module_id in multi_agent.trained_modules:
+            sub_config = module_config(self.config, module_id, self.mapping, spaces[module_id])
+            self.algorithms[module_id] = sub_config.algo_class(sub_config)
+            # One pipeline maps and materializes its rows at a time: each may take every CPU.
+            self.algorithms[module_id].offline_data.wait_for_data()
+        self._untrained = MultiRLModule({
+            module_id: self.config.get_rl_module_spec(*spaces[module_id]).build()
+            for module_id in multi_agent.policies if module_id not in self.algorithms})
+
+    def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
+        """RLlib's ``get_module``: the module of ``module_id`` (a trained one's learner 0
+        weights); an unknown id raises ``UnknownModuleError`` naming the modules."""
+        if module_id in self.algorithms:
+            return self.algorithms[module_id].module
+        return MultiRLModule({**dict.fromkeys(self.algorithms), **self._untrained})[module_id]
+
+    @surface_errors
+    def train(self) -> dict[str, Any]:
+        """One training iteration of every trained module; evaluates too when
+        ``evaluation_interval`` says so."""
+        started = time.perf_counter()
+        results = {module_id: algorithm.train()
+                   for module_id, algorithm in self.algorithms.items()}
+        self.iteration += 1
+        learners = {module_id: result[LEARNER_RESULTS] for module_id, result in results.items()}
+        steps = sum(learner[ALL_MODULES]["num_env_steps_trained"] for learner in learners.values())
+        self.num_env_steps_trained_lifetime += steps
+        elapsed = time.perf_counter() - started
+        self._train_time_s += elapsed
+        result: dict[str, Any] = {
+            "training_iteration": self.iteration,
+            LEARNER_RESULTS: {
+                **{module_id: learner[DEFAULT_MODULE_ID]
+                   for module_id, learner in learners.items()},
+                ALL_MODULES: {
+                    "num_env_steps_trained": steps,
+                    "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+                    "num_env_steps_trained_lifetime_throughput":
+                        self.num_env_steps_trained_lifetime / self._train_time_s,
+                    "num_module_steps_trained": {
+                        module_id: learner[ALL_MODULES]["num_env_steps_trained"]
+                        for module_id, learner in learners.items()},
+                },
+            },
+            "data": {module_id: result["data"] for module_id, result in results.items()},
+            "time_this_iter_s": elapsed,
+            "time_total_s": self._train_time_s,
+        }
+        interval = self.config.sections.evaluation.evaluation_interval
+        if interval and self.iteration % interval == 0:
+            result[EVALUATION_RESULTS] = self.evaluate()
+        return result
+
+    @surface_errors
+    def evaluate(self) -> dict[str, Any]:
+        """Plays ``evaluation_duration`` episodes in the multi-agent env, every module acting
+        greedily for its agents; returns ``{"env_runners": statistics}``."""
+        if not self.envs:
+            raise ConfigError("evaluating plays the modules in the multi-agent env: set "
+                              "config.environment(env=...) to a creator of one")
+        started = time.perf_counter()
+        policies = {module_id: greedy_policy(self.get_module(module_id))
+                    for module_id in self.config.sections.multi_agent.policies}
+        episodes = list(multi_agent_rollout(
+            self.envs, policies, self.mapping,
+            self.config.sections.evaluation.evaluation_duration,
+            seed=self.config.sections.debugging.seed))
+        return {ENV_RUNNER_RESULTS: multi_agent_episode_statistics(episodes),
+                "evaluation_time_s": time.perf_counter() - started}
+
+    def save_to_path(self, path: str | Path) -> str:
+        """Writes a checkpoint folder: the config (``policy_mapping_fn`` as the mapping of the
+        agents met so far), the counters, and each trained module's checkpoint in a folder
+        named by its id; returns its path."""
+        config = self.config.copy().multi_agent(policy_mapping_fn=dict(self.mapping))
+        state = {"training_iteration": self.iteration,
+                 "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+                 "num_updates_lifetime": sum(algorithm.num_updates_lifetime
+                                             for algorithm in self.algorithms.values())}
+        return str(checkpoint.write_multi_agent_checkpoint(
+            path, config, state, {module_id: algorithm.save_to_path
+                                  for module_id, algorithm in self.algorithms.items()}))
+
+    @surface_errors
+    def restore_from_path(self, path: str | Path) -> None:
+        """Loads a checkpoint folder ``save_to_path`` wrote: each trained module's checkpoint
+        (weights, optimizer state, counters, where its data stream stood) and the counters."""
+        state = checkpoint.read_algorithm_state(path)
+        for module_id, algorithm in self.algorithms.items():
+            algorithm.restore_from_path(Path(path) / module_id)
+        self.iteration = state["training_iteration"]
+        self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
+
+    def stop(self) -> None:
+        """Stops every module's algorithm, closes the envs, and stops Ray if this started it."""
+        for algorithm in self.algorithms.values():
+            algorithm.stop()
+        self.algorithms = {}
+        for env in self.envs:
+            env.close()
+        self.envs = []
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
+
+    def __enter__(self) -> MultiAgentAlgorithm:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+
+def agent_mapping(multi_agent: Any, agents: list[Any]) -> dict[Any, str]:
+    """Each of ``agents``' module (``policy_mapping_fn``); raises ``ConfigError`` naming an
+    agent mapped to no module of ``policies``, or one a dict mapping leaves out."""
+    mapping = {}
+    for agent in dict.fromkeys(agents):
+        try:
+            module_id = multi_agent.module_of(agent)
+        except KeyError:
+            raise ConfigError(f"policy_mapping_fn maps no module to the agent {agent!r} (the "
+                              f"agents are {sorted(map(str, agents))}); add it") from None
+        if module_id not in multi_agent.policies:
+            raise ConfigError(f"policy_mapping_fn maps the agent {agent!r} to the module "
+                              f"{module_id!r}, which policies does not name "
+                              f"({multi_agent.policies})")
+        mapping[agent] = module_id
+    return mapping
+
+
+def module_spaces(modules: list[str], mapping: dict[Any, str], envs: list[Any],
+                  given: Spaces) -> dict[str, Spaces]:
+    """Each module's (observation, action) spaces: those of its agents in the env (all the
+    same, else ``ConfigError`` naming them), else ``given``."""
+    spaces = {}
+    for module_id in modules:
+        agents = [agent for agent, mapped in mapping.items() if mapped == module_id]
+        found = {agent: (envs[0].observation_spaces[agent], envs[0].action_spaces[agent])
+                 for agent in agents if envs and agent in envs[0].possible_agents}
+        if len(set(map(repr, found.values()))) > 1:
+            raise ConfigError(f"the agents of module {module_id!r} have different spaces in the "
+                              f"env ({found}); one module acts for agents of one kind: map them "
+                              "to different modules")
+        spaces[module_id] = next(iter(found.values()), given)
+        if None in spaces[module_id]:
+            raise ConfigError(f"module {module_id!r} has no spaces: set the env, or "
+                              "config.environment(observation_space=..., action_space=...)")
+    return spaces
+
+
+def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, str],
+                  spaces: Spaces) -> AlgorithmConfig:
+    """The config of one module's algorithm: ``config`` training ``module_id`` alone on its
+    agents' rows (``policy_mapping_fn`` the resolved ``mapping``), with its ``spaces`` and
+    no env (the multi-agent algorithm evaluates)."""
+    return (config.copy()
+            .environment(env=None, env_config={}, observation_space=spaces[0],
+                         action_space=spaces[1])
+            .evaluation(evaluation_interval=None)
+            .multi_agent(policy_mapping_fn=dict(mapping), policies_to_train=[module_id]))
+
+
+def greedy_policy(module: Any) -> Any:
+    """``module``'s greedy actions as a batch policy (``obs -> (actions, {})``)."""
+    return lambda obs: (module.compute_actions(obs), {})

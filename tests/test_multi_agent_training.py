@@ -1,0 +1,192 @@
+"""Multi-agent training (issue 39) from tabular rows that name their agents: each module of
+``config.multi_agent(...)`` trains on the rows of the agents mapped to it, and evaluation plays
+all of them together in ``MultiAgentCartPole``.
+
+The rows are the CartPole expert dataset's episodes, given alternately to ``agent_0`` and
+``agent_1``; in ``flipped`` data, ``agent_1``'s actions are inverted, so a module that trained
+on its rows falls at once (return about 10) while ``agent_0``'s module balances: a module that
+read another agent's rows would show it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from offline_rl import Algorithm, BCConfig
+from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
+from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.evaluation.multi_agent_cartpole import MultiAgentCartPole
+
+AGENTS = ("agent_0", "agent_1")
+
+
+def multi_agent_rows(single_agent: Path, folder: Path, *, flip: str | None = None) -> Path:
+    """``single_agent``'s episodes given alternately to the ``AGENTS`` (``flip``: that agent's
+    actions inverted), one Parquet file per agent."""
+    table = pq.read_table(sorted(glob.glob(f"{single_agent}/**/*.parquet", recursive=True)))
+    episodes = pc.unique(table.column("eps_id")).to_pylist()
+    owner = {episode: AGENTS[number % 2] for number, episode in enumerate(episodes)}
+    agents = pa.array([owner[episode] for episode in table.column("eps_id").to_pylist()])
+    table = table.set_column(table.schema.get_field_index("agent_id"), "agent_id", agents)
+    folder.mkdir(parents=True)
+    for agent in AGENTS:
+        rows = table.filter(pc.equal(table.column("agent_id"), agent))
+        if agent == flip:
+            flipped = pc.subtract(1, rows.column("actions"))
+            rows = rows.set_column(rows.schema.get_field_index("actions"), "actions", flipped)
+        pq.write_table(rows, folder / f"{agent}.parquet")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def flipped(cartpole_data, tmp_path_factory) -> Path:
+    return multi_agent_rows(cartpole_data, tmp_path_factory.mktemp("ma") / "flipped",
+                            flip="agent_1")
+
+
+def config(data: Path, **multi_agent) -> BCConfig:
+    return (BCConfig()
+            .environment("MultiAgentCartPole")
+            .training(lr=3e-3, train_batch_size_per_learner=512)
+            .offline_data(input_=str(data), dataset_num_iters_per_learner=40)
+            .rl_module(model_config={"fcnet_hiddens": [64, 64]})
+            .evaluation(evaluation_interval=None, evaluation_duration=4)
+            .multi_agent(**multi_agent)
+            .debugging(seed=0))
+
+
+def test_each_module_learns_from_its_own_agents_rows_and_checkpoints(ray_session, flipped,
+                                                                    tmp_path):
+    separate = config(flipped, policies=["left", "right"],
+                      policy_mapping_fn=lambda agent_id, episode, **kwargs:
+                      "left" if agent_id == "agent_0" else "right")
+    with separate.build() as algo:
+        assert isinstance(algo, MultiAgentAlgorithm)
+        for _ in range(4):
+            result = algo.train()
+        evaluation = algo.evaluate()["env_runners"]
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+        greedy = {module: algo.get_module(module).compute_actions(np.zeros((1, 4), np.float32))
+                  for module in ("left", "right")}
+    learners = result["learners"]
+    assert set(learners) == {"left", "right", "__all_modules__"}
+    trained = learners["__all_modules__"]["num_module_steps_trained"]
+    assert trained == {"left": 40 * 512, "right": 40 * 512}
+    for module, agent in (("left", "agent_0"), ("right", "agent_1")):
+        assert result["data"][module]["rows_per_epoch"] == pq.read_metadata(
+            flipped / f"{agent}.parquet").num_rows
+    returns = evaluation["agent_episode_returns_mean"]
+    assert returns["agent_0"] >= 400 and returns["agent_1"] <= 30, returns
+    assert evaluation["module_episode_returns_mean"] == {"left": returns["agent_0"],
+                                                         "right": returns["agent_1"]}
+    assert sorted(p.name for p in Path(checkpoint).iterdir()) == [
+        "algorithm_state.json", "config.yaml", "left", "right"]
+    with Algorithm.from_checkpoint(checkpoint) as restored:
+        assert isinstance(restored, MultiAgentAlgorithm) and restored.iteration == 4
+        assert restored.mapping == {"agent_0": "left", "agent_1": "right"}
+        for module, actions in greedy.items():
+            np.testing.assert_array_equal(
+                restored.get_module(module).compute_actions(np.zeros((1, 4), np.float32)),
+                actions)
+
+
+@pytest.fixture(scope="module")
+def expert(cartpole_data, tmp_path_factory) -> Path:
+    return multi_agent_rows(cartpole_data, tmp_path_factory.mktemp("ma") / "expert")
+
+
+@pytest.mark.parametrize("env", ["MultiAgentCartPole", "AlternatingCartPole"])
+def test_a_shared_module_trains_on_every_agents_rows(ray_session, expert, env):
+    """In ``AlternatingCartPole`` the two agents take turns on one cart: the module trained on
+    both agents' rows balances it for both."""
+    shared = config(expert, policies=["shared"]).environment(env).evaluation(
+        evaluation_interval=4)
+    with shared.build() as algo:
+        assert algo.mapping == {"agent_0": "shared", "agent_1": "shared"}
+        results = [algo.train() for _ in range(4)]  # an epoch ends within 80 updates of 512
+    assert results[-1]["learners"]["__all_modules__"]["num_module_steps_trained"] == {
+        "shared": 40 * 512}
+    assert results[-1]["data"]["shared"]["rows_per_epoch"] == pq.read_table(expert).num_rows
+    assert "evaluation" not in results[2]
+    evaluation = results[-1]["evaluation"]["env_runners"]
+    returns = evaluation["agent_episode_returns_mean"]
+    assert min(returns.values()) >= (400 if env == "MultiAgentCartPole" else 200), returns
+    assert evaluation["module_episode_returns_mean"] == {"shared": sum(returns.values())}
+
+
+def test_an_agent_mapped_to_an_unknown_module_is_named(flipped):
+    bad = config(flipped, policies=["left", "right"],
+                 policy_mapping_fn={"agent_0": "left", "agent_1": "right"})
+    bad.multi_agent(policy_mapping_fn=lambda agent_id, episode, **kwargs: "up")
+    with pytest.raises(ConfigError, match=r"policy_mapping_fn maps the agent 'agent_0' to the "
+                                          r"module 'up', which policies does not name"):
+        bad.build()
+
+
+def test_a_dict_mapping_must_name_every_agent_of_the_data(flipped):
+    partial = config(flipped, policies=["left"], policy_mapping_fn={"agent_0": "left"})
+    partial.environment(env=None, observation_space=MultiAgentCartPole().observation_spaces[
+        "agent_0"], action_space=MultiAgentCartPole().action_spaces["agent_0"])
+    with pytest.raises(ConfigError, match=r"policy_mapping_fn maps no module to the agent "
+                                          r"'agent_1'"):
+        partial.build()
+
+
+def test_a_trained_module_without_rows_is_named(flipped):
+    unused = config(flipped, policies=["left", "right", "idle"],
+                    policy_mapping_fn={"agent_0": "left", "agent_1": "right"})
+    with pytest.raises(ConfigError, match=r"the modules \['idle'\] are to be trained, but no "
+                                          r"row of the input is theirs"):
+        unused.build()
+
+
+def test_rows_without_agents_are_refused_naming_the_file(cartpole_data):
+    with pytest.raises(DataFormatError, match=r"row 0: column 'agent_id' is empty; every row "
+                                              r"of multi-agent data names its agent"):
+        config(cartpole_data, policies=["shared"]).build()
+
+
+def test_multi_agent_episodes_input_is_refused_as_not_read_yet(cartpole_data):
+    episodes = config(cartpole_data, policies=["shared"]).offline_data(input_read_episodes=True)
+    with pytest.raises(ConfigError, match=r"multi-agent training reads tabular Parquet rows"):
+        episodes.build()
+
+
+def test_the_multi_agent_section_round_trips_and_checks_its_modules():
+    mapped = BCConfig().multi_agent(policies={"b", "a"}, policy_mapping_fn={"x": "a"},
+                                    policies_to_train=["a"])
+    assert BCConfig.from_dict(mapped.to_dict()).sections.multi_agent == mapped.sections.multi_agent
+    problems = dict(BCConfig().multi_agent(policies=["a", "a/.."]).problems())
+    assert problems["policies"].startswith("must be None or a non-empty list of distinct "
+                                           "module ids")
+    problems = dict(BCConfig().multi_agent(policies=["a", "b"], policies_to_train=["c"])
+                    .problems())
+    assert problems["policies_to_train"] == "names modules that policies does not: ['c']"
+    assert problems["policy_mapping_fn"] == "2 modules need a mapping of each agent to its module"
+
+
+def test_the_cli_trains_a_multi_agent_yaml_config(ray_session, flipped, tmp_path, capsys):
+    from offline_rl.cli import main
+
+    config = tmp_path / "two-agents.yaml"
+    config.write_text(
+        "algorithm: BC\nenvironment: {env: MultiAgentCartPole}\n"
+        f"offline_data: {{input_: {flipped}, dataset_num_iters_per_learner: 5}}\n"
+        "multi_agent: {policies: [left, right], "
+        "policy_mapping_fn: {agent_0: left, agent_1: right}}\n")
+    assert main(["train", str(config), "--max-iterations", "2",
+                 "--output-dir", str(tmp_path / "run")]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["iterations"] == 2
+    header = (tmp_path / "run" / "progress.csv").read_text().splitlines()[0].split(",")
+    assert {"learners/left/total_loss", "learners/right/total_loss"} <= set(header)
+    assert sorted(p.name for p in Path(summary["checkpoint"]).iterdir()) == [
+        "algorithm_state.json", "config.yaml", "left", "right"]
