@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from offline_rl.algorithms.registry import registered_algorithms
-from offline_rl.reference_datasets import EXPERT_ENVS, TIERS
+from offline_rl.reference_datasets import EXPERT_ENVS, MULTI_AGENT_ENVS, TIERS
 
 #: The top-level ``--help``.
 DESCRIPTION = """\
@@ -267,8 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "Writes Parquet in RLlib's layout with the behaviour policy's action_logp "
                     "and a dataset.json card. Deterministic given --seed. The output folder "
                     "must be new or empty unless --overwrite.")
-    make.add_argument("env", choices=EXPERT_ENVS, metavar="env",
-                      help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}")
+    make.add_argument("env", choices=[*EXPERT_ENVS, *MULTI_AGENT_ENVS], metavar="env",
+                      help=f"gymnasium env id: {', '.join(EXPERT_ENVS)}; or a multi-agent env "
+                           f"whose agents each play the expert, recorded as rows naming their "
+                           f"agent: {', '.join(MULTI_AGENT_ENVS)}")
     make.add_argument("tier", choices=TIERS, help="behaviour policy quality")
     make.add_argument("--out", type=Path, required=True, help="output folder")
     make.add_argument("--episodes", type=count(1), default=100, help="episodes to record")

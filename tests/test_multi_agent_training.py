@@ -2,10 +2,11 @@
 ``config.multi_agent(...)`` trains on the rows of the agents mapped to it, and evaluation plays
 all of them together in ``MultiAgentCartPole``.
 
-The rows are the CartPole expert dataset's episodes, given alternately to ``agent_0`` and
-``agent_1``; in ``flipped`` data, ``agent_1``'s actions are inverted, so a module that trained
-on its rows falls at once (return about 10) while ``agent_0``'s module balances: a module that
-read another agent's rows would show it.
+``expert`` is what ``offline-rl datasets make MultiAgentCartPole expert`` records. In
+``flipped``, the CartPole expert dataset's episodes are given alternately to ``agent_0`` and
+``agent_1``, with ``agent_1``'s actions inverted, so a module that trained on its rows falls at
+once (return about 10) while ``agent_0``'s module balances: a module that read another agent's
+rows would show it.
 """
 
 from __future__ import annotations
@@ -99,8 +100,16 @@ def test_each_module_learns_from_its_own_agents_rows_and_checkpoints(ray_session
 
 
 @pytest.fixture(scope="module")
-def expert(cartpole_data, tmp_path_factory) -> Path:
-    return multi_agent_rows(cartpole_data, tmp_path_factory.mktemp("ma") / "expert")
+def expert(tmp_path_factory) -> Path:
+    """``offline-rl datasets make MultiAgentCartPole expert``: 20 episodes of two agents each
+    playing the CartPole expert, as rows naming their agent."""
+    from offline_rl.datasets import make_dataset
+
+    data = tmp_path_factory.mktemp("ma") / "expert"
+    card = make_dataset("MultiAgentCartPole", data, tier="expert", episodes=20, seed=0,
+                        progress=False)
+    assert min(card["agent_episode_returns_mean"].values()) >= 475, card
+    return data
 
 
 @pytest.mark.parametrize("env", ["MultiAgentCartPole", "AlternatingCartPole"])
@@ -114,7 +123,8 @@ def test_a_shared_module_trains_on_every_agents_rows(ray_session, expert, env):
         results = [algo.train() for _ in range(4)]  # an epoch ends within 80 updates of 512
     assert results[-1]["learners"]["__all_modules__"]["num_module_steps_trained"] == {
         "shared": 40 * 512}
-    assert results[-1]["data"]["shared"]["rows_per_epoch"] == pq.read_table(expert).num_rows
+    rows = pq.read_table(sorted(glob.glob(f"{expert}/**/*.parquet", recursive=True)))
+    assert results[-1]["data"]["shared"]["rows_per_epoch"] == rows.num_rows
     assert "evaluation" not in results[2]
     evaluation = results[-1]["evaluation"]["env_runners"]
     returns = evaluation["agent_episode_returns_mean"]
@@ -190,3 +200,28 @@ def test_the_cli_trains_a_multi_agent_yaml_config(ray_session, flipped, tmp_path
     assert {"learners/left/total_loss", "learners/right/total_loss"} <= set(header)
     assert sorted(p.name for p in Path(summary["checkpoint"]).iterdir()) == [
         "algorithm_state.json", "config.yaml", "left", "right"]
+
+
+def test_datasets_make_records_rows_naming_each_agent(tmp_path, capsys):
+    from offline_rl.cli import main
+    from offline_rl.datasets import make_dataset
+
+    for name in ("a", "b"):
+        assert main(["datasets", "make", "AlternatingCartPole", "mixed", "--episodes", "3",
+                     "--out", str(tmp_path / name)]) == 0
+    card = json.loads(capsys.readouterr().out.splitlines()[-1])
+    tables = [pq.read_table(sorted(glob.glob(f"{tmp_path / name}/**/*.parquet",
+                                             recursive=True))) for name in ("a", "b")]
+    # the same seed records the same rows (episode ids are fresh uuids)
+    assert tables[0].drop_columns("eps_id").equals(tables[1].drop_columns("eps_id"))
+    rows = tables[0]
+    assert rows.column("agent_id").to_pylist() == rows.column("module_id").to_pylist()
+    counts = {entry["values"]: entry["counts"]
+              for entry in rows.column("agent_id").value_counts().to_pylist()}
+    # the agents take turns on one cart: agent_0 acts first, so as often as agent_1 or once more
+    assert counts["agent_0"] - counts["agent_1"] in (0, 1, 2, 3)
+    assert card["num_env_steps"] == rows.num_rows and card["num_episodes"] == 3
+    assert set(card["agent_episode_returns_mean"]) == {"agent_0", "agent_1"}
+    with pytest.raises(ConfigError, match=r"MultiAgentCartPole: multi-agent data is written as "
+                                          r"tabular rows naming their agents"):
+        make_dataset("MultiAgentCartPole", tmp_path / "c", episodes=1, write_episodes=True)

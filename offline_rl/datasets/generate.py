@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,11 @@ import pyarrow.fs as pafs
 from offline_rl.columns import Columns
 from offline_rl.datasets.experts import EXPECTED_RETURNS, BehaviourPolicy, behaviour_policy
 from offline_rl.errors import ConfigError, OutputError
+from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
+from offline_rl.evaluation.multi_agent_rollout import (
+    multi_agent_episode_statistics,
+    multi_agent_rollout,
+)
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.recording.output_folder import (
     MANIFEST_FOLDER,
@@ -23,6 +29,7 @@ from offline_rl.recording.output_folder import (
     write_manifest,
 )
 from offline_rl.recording.writer import EpisodeWriter
+from offline_rl.reference_datasets import MULTI_AGENT_ENVS
 from offline_rl.statistics import episode_statistics
 
 CARD_FILE = "dataset.json"
@@ -34,7 +41,10 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
                  max_rows_per_file: int | None = None, progress: bool = True,
                  overwrite: bool = False) -> dict[str, Any]:
     """Records ``episodes`` episodes of ``tier``'s behaviour policy (``random``, ``medium``,
-    ``expert`` or ``mixed``) for ``env_id`` under ``out``; returns the dataset card.
+    ``expert`` or ``mixed``) for ``env_id`` under ``out``; returns the dataset card. In a
+    multi-agent env of ``MULTI_AGENT_ENVS`` every agent plays the tier's policy of its
+    single-agent env (the card's band is each agent's), written as tabular rows naming their
+    agent.
 
     Deterministic given ``seed``: episode ``i`` is reset with ``seed + i`` and the policy's own
     randomness is seeded. ``action_logp`` and ``action_dist_inputs`` of the behaviour policy are
@@ -59,7 +69,11 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of episodes, "
                           "at least 1")
-    policy = behaviour_policy(env_id, tier, seed)
+    if env_id in MULTI_AGENT_ENVS and write_episodes:
+        raise ConfigError(f"{env_id}: multi-agent data is written as tabular rows naming their "
+                          "agents (the pipeline reads multi-agent episodes in no other form yet)")
+    record = _record_multi_agent if env_id in MULTI_AGENT_ENVS else _record_single_agent
+    policy_name = type(behaviour_policy(MULTI_AGENT_ENVS.get(env_id, env_id), tier, seed)).__name__
     filesystem, folder = pafs.LocalFileSystem(), Path(out).absolute().as_posix()
     earlier = claim_output_folder(str(out), filesystem, folder, writer="datasets make",
                                   overwrite=overwrite)
@@ -73,18 +87,10 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
         writer = EpisodeWriter(staging.as_posix(), env_name=env_id, run_id=run_id,
                                write_episodes=write_episodes, compress_columns=compress_columns,
                                max_rows_per_file=max_rows_per_file)
-        returns, lengths = [], []
-        env = make_env(env_id)
-        try:
-            recorded = rollout([env], _BatchOfOne(policy), episodes, seed=seed,
-                               on_episode_start=lambda _: policy.start_episode())
-            for episode in tqdm(recorded, total=episodes, desc=f"recording {env_id} ({tier})",
-                                unit="episode", disable=not progress):
-                writer.add([episode])
-                returns.append(episode.get_return())
-                lengths.append(len(episode))
-        finally:
-            env.close()
+        statistics = record(env_id, tier, seed, episodes, writer,
+                            lambda recorded: tqdm(recorded, total=episodes, unit="episode",
+                                                  desc=f"recording {env_id} ({tier})",
+                                                  disable=not progress))
         writer.flush()
         for relative in writer.files_written:  # run-<run id> folders: no name is taken yet
             (Path(folder) / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -95,9 +101,10 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
         "env": env_id,
         "tier": tier,
         "format": "episodes" if write_episodes else "tabular",
-        **episode_statistics(returns, lengths),
-        "expected_return_mean_band": list(EXPECTED_RETURNS[env_id][tier]),
-        "behaviour_policy": type(policy).__name__,
+        **statistics,
+        "expected_return_mean_band": list(EXPECTED_RETURNS[MULTI_AGENT_ENVS.get(env_id, env_id)]
+                                          [tier]),
+        "behaviour_policy": policy_name,
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
     }
@@ -107,6 +114,49 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     os.replace(temporary, card_file)
     remove_earlier_output(filesystem, folder, keep_run=run_id)
     return card
+
+
+def _record_single_agent(env_id: str, tier: str, seed: int, episodes: int,
+                         writer: EpisodeWriter, progress: Callable[[Iterable], Iterable]
+                         ) -> dict[str, Any]:
+    """Records ``episodes`` of ``tier``'s policy in ``env_id``; their statistics."""
+    policy = behaviour_policy(env_id, tier, seed)
+    returns, lengths = [], []
+    env = make_env(env_id)
+    try:
+        for episode in progress(rollout([env], _BatchOfOne(policy), episodes, seed=seed,
+                                        on_episode_start=lambda _: policy.start_episode())):
+            writer.add([episode])
+            returns.append(episode.get_return())
+            lengths.append(len(episode))
+    finally:
+        env.close()
+    return episode_statistics(returns, lengths)
+
+
+def _record_multi_agent(env_id: str, tier: str, seed: int, episodes: int,
+                        writer: EpisodeWriter, progress: Callable[[Iterable], Iterable]
+                        ) -> dict[str, Any]:
+    """Records ``episodes`` of the multi-agent ``env_id``, each agent playing ``tier``'s policy
+    of the env ``MULTI_AGENT_ENVS`` names, seeded apart (each agent is its own behaviour
+    module: the rows' ``module_id`` is their agent's id); their statistics, per agent too."""
+    env = make_multi_agent_env(env_id)
+    seeds = np.random.SeedSequence(seed).spawn(len(env.possible_agents))
+    policies = {agent: behaviour_policy(MULTI_AGENT_ENVS[env_id], tier,
+                                        int(child.generate_state(1)[0]))
+                for agent, child in zip(env.possible_agents, seeds)}
+    recorded = []
+    try:
+        for episode in progress(multi_agent_rollout(
+                [env], {agent: _BatchOfOne(policy) for agent, policy in policies.items()},
+                {agent: agent for agent in policies}, episodes, seed=seed,
+                on_episode_start=lambda _: [policy.start_episode()
+                                            for policy in policies.values()])):
+            writer.add(episode.agent_episodes.values())
+            recorded.append(episode)
+    finally:
+        env.close()
+    return multi_agent_episode_statistics(recorded)
 
 
 class _BatchOfOne:

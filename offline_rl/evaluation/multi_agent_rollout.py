@@ -71,7 +71,8 @@ def _mapping_fn(agent_to_module: AgentToModuleFn | Mapping[AgentID, ModuleID]
 
 def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleID, BatchPolicy],
                         agent_to_module: AgentToModuleFn | Mapping[AgentID, ModuleID],
-                        num_episodes: int, *, seed: int | None = None
+                        num_episodes: int, *, seed: int | None = None,
+                        on_episode_start: Callable[[int], None] | None = None
                         ) -> Iterator[MultiAgentEpisode]:
     """Yields ``num_episodes`` complete episodes (``to_numpy()``'d) as they finish, stepping
     ``envs`` (made by ``make_multi_agent_env``) side by side.
@@ -81,8 +82,9 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
     an agent is mapped once per episode) and each module's policy (``policies[module_id]``, a
     ``BatchPolicy``) is called once on its batch. Each env gets ``env_action`` of the agent's
     action for the agent's action space; the episode keeps the policy's own action and its
-    extra model outputs. Episode ``i`` is reset with ``seed + i``. The envs stay open: the
-    caller owns them.
+    extra model outputs. Episode ``i`` is reset with ``seed + i``; ``on_episode_start(i)`` runs
+    first (e.g. to pick a behaviour policy per episode). The envs stay open: the caller owns
+    them.
 
     Raises ``ConfigError`` naming the agent and the module when a module an agent maps to has
     no policy, or when a dict ``agent_to_module`` lacks an agent.
@@ -95,6 +97,8 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
     def start(slot: int) -> None:
         nonlocal started
         env = envs[slot]
+        if on_episode_start is not None:
+            on_episode_start(started)
         observations, infos = env.reset(seed=None if seed is None else seed + started)
         episode = MultiAgentEpisode(observation_space=env.observation_spaces,
                                     action_space=env.action_spaces,

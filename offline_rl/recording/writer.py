@@ -178,10 +178,9 @@ def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa
     ids = transitions.step_ids()
     columns = {**ids, **transitions.columns}
     infos = [info for episode in episodes for info in episode.get_infos()[1:]]
-    # RLlib writes its single-agent ids as all-null columns; so do we, for scripts that read them.
     arrays: dict[str, Any] = {Columns.EPS_ID: None,
-                              Columns.AGENT_ID: pa.nulls(len(ids[Columns.T])),
-                              Columns.MODULE_ID: pa.nulls(len(ids[Columns.T]))}
+                              Columns.AGENT_ID: _id_column(episodes, "agent_id"),
+                              Columns.MODULE_ID: _id_column(episodes, "module_id")}
     for name, values in columns.items():
         if name in compress:
             arrays[name] = pa.array([pack_rllib(row) for row in values], pa.string())
@@ -192,6 +191,18 @@ def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa
     if any(infos):
         arrays[Columns.INFOS] = pa.array([info or None for info in infos])
     return pa.table(arrays)
+
+
+def _id_column(episodes: list[SingleAgentEpisode], attribute: str) -> pa.Array:
+    """Each row's ``agent_id`` or ``module_id`` (``attribute``): its episode's, as a string
+    (the agents of a multi-agent episode); all null for single-agent episodes, as RLlib
+    writes them."""
+    values = [getattr(episode, attribute) for episode in episodes]
+    if all(value is None for value in values):
+        return pa.nulls(sum(len(episode) for episode in episodes))
+    return pa.array([None if value is None else str(value)
+                     for value, episode in zip(values, episodes) for _ in range(len(episode))],
+                    pa.string())
 
 
 def _json_lines(table: pa.Table) -> bytes:
