@@ -487,7 +487,9 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
         (tmp_path / "ma.json").write_text(json.dumps(line) + "\n")
         options, expected = ({"input_read_method": "read_json", "input_read_sample_batches": True},
                              r"ma\.json.*: a MultiAgentBatch line \(policies \['evader', "
-                             r"'pursuer'\]\): multi-agent data is not supported yet")
+                             r"'pursuer'\]\): multi-agent data, which one module "
+                             r"\('default_policy'\) would train on mixed. Declare the "
+                             r"modules \(the policy ids\): config.multi_agent")
     config = bc_config.training(train_batch_size_per_learner=2).offline_data(
         input_=str(tmp_path), **options)
     with pytest.raises(DataFormatError, match=expected), config.build() as algo:

@@ -225,3 +225,50 @@ def test_datasets_make_records_rows_naming_each_agent(tmp_path, capsys):
     with pytest.raises(ConfigError, match=r"MultiAgentCartPole: multi-agent data is written as "
                                           r"tabular rows naming their agents"):
         make_dataset("MultiAgentCartPole", tmp_path / "c", episodes=1, write_episodes=True)
+
+
+def test_multi_agent_batches_rllib_wrote_train_each_policys_module(ray_session, flipped,
+                                                                   tmp_path):
+    """Old-stack MultiAgentBatch JSON, written by RLlib's own JsonWriter: each line holds a
+    SampleBatch per policy, and the module of each policy id trains on its batches."""
+    from ray.rllib.offline.json_writer import JsonWriter
+    from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+
+    columns = ("eps_id", "t", "obs", "new_obs", "actions", "rewards", "terminateds",
+               "truncateds")
+    batches = {}
+    for policy, agent in (("left", "agent_0"), ("right", "agent_1")):
+        rows = pq.read_table(flipped / f"{agent}.parquet")
+        batches[policy] = {name: rows.column(name).to_numpy(zero_copy_only=False)
+                           for name in columns}
+        for name in ("obs", "new_obs"):
+            batches[policy][name] = np.stack(batches[policy][name])
+    writer = JsonWriter(str(tmp_path / "json"))
+    for line in range(8):  # each line: the next eighth of both policies' rows
+        writer.write(MultiAgentBatch({
+            policy: SampleBatch({name: np.array_split(values, 8)[line]
+                                 for name, values in batch.items()})
+            for policy, batch in batches.items()}, env_steps=0))
+    config_ = (config(tmp_path / "json", policies=["left", "right"],
+                      policy_mapping_fn={"agent_0": "left", "agent_1": "right"})
+               .offline_data(input_read_method="read_json", input_read_sample_batches=True))
+    with config_.build() as algo:
+        for _ in range(4):
+            result = algo.train()
+        returns = algo.evaluate()["env_runners"]["agent_episode_returns_mean"]
+    assert returns["agent_0"] >= 400 and returns["agent_1"] <= 30, returns
+    assert result["learners"]["__all_modules__"]["num_module_steps_trained"] == {
+        "left": 40 * 512, "right": 40 * 512}
+
+
+def test_a_single_agent_sample_batch_in_multi_agent_input_is_named(ray_session, tmp_path):
+    line = {"type": "SampleBatch", "obs": [[0.0] * 4], "new_obs": [[0.0] * 4], "actions": [0],
+            "rewards": [1.0], "terminateds": [True]}
+    (tmp_path / "single.json").write_text(json.dumps(line) + "\n")
+    mixed_up = (config(tmp_path, policies=["shared"])
+                .offline_data(input_read_method="read_json", input_read_sample_batches=True))
+    with pytest.raises(DataFormatError, match=r"single\.json.*: a single-agent SampleBatch "
+                                              r"line in the input of a multi-agent config "
+                                              r"\(module 'shared'\)"), \
+            mixed_up.build() as algo:
+        algo.train()

@@ -355,6 +355,7 @@ class AlgorithmConfig(FlatAccess):
             prelearner_buffer_class=_as_class(sections.offline_data.prelearner_buffer_class),
             learner_pipeline=self.build_learner_connector(*spaces),
             rl_module_spec=self.get_rl_module_spec(*spaces),
+            module_id=sections.multi_agent.pipeline_module(),
             agent_ids=sections.multi_agent.agent_ids())
 
     def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:

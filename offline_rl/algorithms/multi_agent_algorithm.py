@@ -84,11 +84,13 @@ class MultiAgentAlgorithm:
             self.envs = [make_multi_agent_env(environment.env, environment.env_config)
                          for _ in range(count)]
         env_agents = list(self.envs[0].possible_agents) if self.envs else []
-        data_agents = input_agents(DataConfig(sections.offline_data))
+        # MultiAgentBatch lines name modules (policies), not agents; rows name their agents.
+        policy_batches = sections.offline_data.input_read_sample_batches
+        data_agents = [] if policy_batches else input_agents(DataConfig(sections.offline_data))
         self.mapping = agent_mapping(multi_agent, [*env_agents, *data_agents])
         idle = [module for module in multi_agent.trained_modules
                 if not any(self.mapping[agent] == module for agent in data_agents)]
-        if idle:
+        if idle and not policy_batches:
             raise ConfigError(f"the modules {idle} are to be trained, but no row of the input "
                               f"is theirs: its agents {data_agents} map to "
                               f"{sorted(set(map(self.mapping.get, data_agents)))}; map agents "

@@ -73,12 +73,14 @@ class DataConfig(FlatAccess):
     input_creator: InputCreator | None = None
     #: The share of each train batch that ``input_``'s ``"sampler"`` supplies (0: none).
     sampler_weight: float = 0.0
-    #: The agents whose rows this pipeline reads (one module's of a multi-agent config; the
-    #: rows' ``agent_id`` column names them); ``None``: single-agent rows, which name none.
+    #: The module this pipeline trains, of a multi-agent config (``None``: single-agent):
+    #: it reads the rows of the agents ``agent_ids`` (tabular rows name their agent in
+    #: ``agent_id``), or that module's batches of old-stack ``MultiAgentBatch`` lines.
+    module_id: str | None = None
     agent_ids: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.agent_ids is not None:
+        if self.agent_ids is not None and not self.reads_episodes:
             self.offline_data = dataclasses.replace(
                 self.offline_data, input_read_method_kwargs=with_agent_filter(
                     self.offline_data.input_read_method_kwargs,

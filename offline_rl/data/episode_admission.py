@@ -17,7 +17,7 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeBuffer
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_recorded_spaces
-from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.episode_input import decode_episode, module_sample_batch
 
 #: Column Ray Data adds with ``include_paths=True`` (episode formats read it for error messages).
 PATH_COLUMN = "path"
@@ -58,7 +58,10 @@ def decode_episodes(table: pa.Table, config: DataConfig,
         return ([decode_episode(item, f"{path} (column 'item')")
                  for item, path in zip(table.column("item").to_pylist(), paths)], paths)
     episodes, sources = [], []
-    for row, path in zip(table.to_pylist(), paths):
+    for line, path in zip(table.to_pylist(), paths):
+        row = module_sample_batch(line, config.module_id, path)
+        if row is None:  # a MultiAgentBatch line without this module's rows
+            continue
         decoded = map_sample_batch(row, path)
         episodes += decoded
         sources += [path] * len(decoded)

@@ -34,7 +34,7 @@ def input_agents(config: DataConfig) -> list[str]:
             or config.input_creator is not None):
         raise ConfigError(
             "multi-agent training reads tabular Parquet rows (each naming its agent in "
-            "agent_id) so far; this config reads "
+            "agent_id) and old-stack MultiAgentBatch JSON lines so far; this config reads "
             f"{'episodes' if config.reads_episodes else options.input_read_method}. Convert "
             "the data to tabular rows, or train one module on single-agent data")
     column = resolve_schema(options.input_read_schema)[Columns.AGENT_ID]

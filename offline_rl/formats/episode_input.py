@@ -51,18 +51,51 @@ def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
         ) from None
 
 
+def is_multi_agent_batch(row: Mapping[str, Any]) -> bool:
+    """Whether a SampleBatch JSON line is an old-stack ``MultiAgentBatch``."""
+    return row.get("type") == "MultiAgentBatch" or "policy_batches" in row
+
+
+def module_sample_batch(row: Mapping[str, Any], module_id: str | None,
+                        where: str) -> Mapping[str, Any] | None:
+    """The SampleBatch of ``row`` that trains ``module_id`` (a multi-agent config's module):
+    its batch of a ``MultiAgentBatch`` line (old-stack policy ids are module ids; ``None``
+    when the line holds none), else ``row`` itself for single-agent configs (``module_id``
+    ``None``). Raises ``DataFormatError`` naming ``where`` for a single-agent SampleBatch line
+    in multi-agent input, whose module nothing names.
+
+    Examples:
+        >>> line = {"type": "MultiAgentBatch", "policy_batches": {"a": {"obs": [[0.0]]}}}
+        >>> module_sample_batch(line, "a", "x.json"), module_sample_batch(line, "b", "x.json")
+        ({'obs': [[0.0]]}, None)
+    """
+    if module_id is None:
+        return row
+    if not is_multi_agent_batch(row):
+        raise DataFormatError(
+            f"{where}: a single-agent SampleBatch line in the input of a multi-agent config "
+            f"(module {module_id!r}): old-stack multi-agent data is MultiAgentBatch lines, whose "
+            "policy_batches name each module's rows")
+    batches = row.get("policy_batches")
+    if not isinstance(batches, Mapping):
+        raise DataFormatError(f"{where}: a MultiAgentBatch line whose policy_batches is "
+                              f"{type(batches).__name__}, not a dict of SampleBatches by policy")
+    return batches.get(module_id)
+
+
 def sample_batch_columns(row: Mapping[str, Any], where: str) -> dict[str, np.ndarray]:
     """One SampleBatch (a dict of equal-length columns, compressed ones as RLlib packs them)
     -> its columns as arrays, ``infos`` left out; ``DataFormatError`` naming ``where`` when a
     transition field is missing, a column holds no numbers or the lengths differ, or the row
     is a multi-agent batch."""
-    if row.get("type") == "MultiAgentBatch" or "policy_batches" in row:
+    if is_multi_agent_batch(row):
         policies = row.get("policy_batches")
         raise DataFormatError(
             f"{where}: a MultiAgentBatch line (policies "
-            f"{sorted(policies) if isinstance(policies, dict) else '?'}): multi-agent data is "
-            f"not supported yet, offline-rl trains one module ({DEFAULT_MODULE_ID!r}). Write "
-            "each policy's experience as single-agent SampleBatch lines to train on it")
+            f"{sorted(policies) if isinstance(policies, dict) else '?'}): multi-agent data, "
+            f"which one module ({DEFAULT_MODULE_ID!r}) would train on mixed. Declare the "
+            "modules (the policy ids): config.multi_agent(policies=[...]) (see the guide's "
+            "'Multi-agent data')")
     columns = {name: _array(value, name, where) for name, value in row.items()
                if value is not None and name not in ("type", "path", Columns.INFOS)}
     missing = [name for name in _TRANSITION_FIELDS if name not in columns]

@@ -98,6 +98,11 @@ class MultiAgentConfig(Section):
             return mapping[agent_id]
         return mapping(agent_id, episode)
 
+    def pipeline_module(self) -> str | None:
+        """The one module a config that trains one module of several trains (its data
+        pipeline reads that module's rows); ``None`` for a single-agent config."""
+        return self.trained_modules[0] if self.is_multi_agent else None
+
     def agent_ids(self) -> tuple[str, ...] | None:
         """The agents whose rows a config that trains one module of several reads: those
         ``policy_mapping_fn`` (a dict, as ``MultiAgentAlgorithm`` resolves it) maps to it;
