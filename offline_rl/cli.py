@@ -191,6 +191,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from offline_rl.evaluation.env_evaluation import EnvEvaluator
 
     config = read_config(args.checkpoint)
+    if config.sections.multi_agent.is_multi_agent:
+        return _evaluate_modules(args, config)
     module = load_module(args.checkpoint)
     if args.ope is not None:
         return _estimate_off_policy(config, module, args.ope)
@@ -205,6 +207,37 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(f"{environment.env}: return mean {result['episode_return_mean']:.1f} "
           f"(min {result['episode_return_min']:.1f}, max {result['episode_return_max']:.1f}) "
           f"over {result['num_episodes']} episodes")
+    print(json.dumps(result))
+    return 0
+
+
+def _evaluate_modules(args: argparse.Namespace, config: Any) -> int:
+    """``evaluate`` of a multi-agent checkpoint: its modules (a checkpoint folder each) play
+    together in its multi-agent env."""
+    from offline_rl.algorithms.checkpoint import load_module
+    from offline_rl.algorithms.multi_agent_algorithm import play_modules
+    from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
+
+    multi_agent, environment = config.sections.multi_agent, config.sections.environment
+    untrained = [module for module in multi_agent.policies
+                 if module not in multi_agent.trained_modules]
+    if untrained or args.ope is not None or environment.env is None:
+        raise ConfigError(
+            f"{args.checkpoint} is a multi-agent checkpoint: evaluate plays its modules in its "
+            "multi-agent env, which needs the env and every module trained (untrained: "
+            f"{untrained}); --ope estimates single-agent policies only")
+    modules = {module: load_module(Path(args.checkpoint) / module)
+               for module in multi_agent.policies}
+    envs = [make_multi_agent_env(environment.env, environment.env_config)
+            for _ in range(min(args.episodes, 8))]
+    try:
+        result = play_modules(envs, modules, multi_agent.policy_mapping_fn, args.episodes,
+                              seed=args.seed)
+    finally:
+        for env in envs:
+            env.close()
+    print(f"{environment.env}: return mean {result['episode_return_mean']:.1f} over "
+          f"{result['num_episodes']} episodes; by module {result['module_episode_returns_mean']}")
     print(json.dumps(result))
     return 0
 

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from offline_rl import Algorithm, BCConfig
+from offline_rl.algorithms.checkpoint import load_module
 from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.evaluation.multi_agent_cartpole import MultiAgentCartPole
@@ -90,6 +91,11 @@ def test_each_module_learns_from_its_own_agents_rows_and_checkpoints(ray_session
                                                          "right": returns["agent_1"]}
     assert sorted(p.name for p in Path(checkpoint).iterdir()) == [
         "algorithm_state.json", "config.yaml", "left", "right"]
+    with pytest.raises(ConfigError, match=r"is a multi-agent checkpoint, a checkpoint folder "
+                                          r"per module \(\['left', 'right'\]\)"):
+        load_module(checkpoint)
+    np.testing.assert_array_equal(load_module(Path(checkpoint) / "left").compute_actions(
+        np.zeros((1, 4), np.float32)), greedy["left"])
     with Algorithm.from_checkpoint(checkpoint) as restored:
         assert isinstance(restored, MultiAgentAlgorithm) and restored.iteration == 4
         assert restored.mapping == {"agent_0": "left", "agent_1": "right"}
@@ -200,6 +206,10 @@ def test_the_cli_trains_a_multi_agent_yaml_config(ray_session, flipped, tmp_path
     assert {"learners/left/total_loss", "learners/right/total_loss"} <= set(header)
     assert sorted(p.name for p in Path(summary["checkpoint"]).iterdir()) == [
         "algorithm_state.json", "config.yaml", "left", "right"]
+    assert main(["evaluate", summary["checkpoint"], "--episodes", "2"]) == 0
+    evaluated = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert evaluated["num_episodes"] == 2
+    assert set(evaluated["module_episode_returns_mean"]) == {"left", "right"}
 
 
 def test_datasets_make_records_rows_naming_each_agent(tmp_path, capsys):

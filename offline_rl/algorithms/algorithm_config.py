@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Collection, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -255,12 +256,10 @@ class AlgorithmConfig(FlatAccess):
             >>> config.sections.multi_agent.policies
             ['left', 'right']
         """
-        if isinstance(policies, Mapping) or isinstance(policies, list | tuple):
-            policies = list(policies)
-        elif isinstance(policies, Collection) and not isinstance(policies, str):
-            policies = sorted(policies)
-        if isinstance(policies_to_train, Collection) and not isinstance(policies_to_train, str):
-            policies_to_train = [module for module in policies_to_train]
+        policies, policies_to_train = (
+            sorted(ids) if isinstance(ids, AbstractSet) else
+            list(ids) if isinstance(ids, Mapping | list | tuple) else ids
+            for ids in (policies, policies_to_train))
         if isinstance(policy_mapping_fn, Mapping):
             policy_mapping_fn = dict(policy_mapping_fn)
         return self._set(self.sections.multi_agent, locals())

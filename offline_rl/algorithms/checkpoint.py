@@ -306,6 +306,11 @@ def load_module(path: str | Path) -> Any:
     from offline_rl.core.state_file import load_state_file
 
     config = read_config(path)
+    multi_agent = config.sections.multi_agent
+    if multi_agent.is_multi_agent and not (Path(path) / LEARNER_STATE_FILE).exists():
+        raise ConfigError(f"{path} is a multi-agent checkpoint, a checkpoint folder per module "
+                          f"({multi_agent.trained_modules}): load one with "
+                          "load_module(path / module_id)")
     environment = config.sections.environment
     spec = config.get_rl_module_spec(environment.observation_space, environment.action_space)
     module = spec.build()

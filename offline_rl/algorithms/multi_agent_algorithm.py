@@ -159,13 +159,12 @@ class MultiAgentAlgorithm:
             raise ConfigError("evaluating plays the modules in the multi-agent env: set "
                               "config.environment(env=...) to a creator of one")
         started = time.perf_counter()
-        policies = {module_id: greedy_policy(self.get_module(module_id))
-                    for module_id in self.config.sections.multi_agent.policies}
-        episodes = list(multi_agent_rollout(
-            self.envs, policies, self.mapping,
-            self.config.sections.evaluation.evaluation_duration,
-            seed=self.config.sections.debugging.seed))
-        return {ENV_RUNNER_RESULTS: multi_agent_episode_statistics(episodes),
+        modules = {module_id: self.get_module(module_id)
+                   for module_id in self.config.sections.multi_agent.policies}
+        statistics = play_modules(self.envs, modules, self.mapping,
+                                  self.config.sections.evaluation.evaluation_duration,
+                                  seed=self.config.sections.debugging.seed)
+        return {ENV_RUNNER_RESULTS: statistics,
                 "evaluation_time_s": time.perf_counter() - started}
 
     def save_to_path(self, path: str | Path) -> str:
@@ -258,6 +257,16 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
                          action_space=spaces[1])
             .evaluation(evaluation_interval=None)
             .multi_agent(policy_mapping_fn=dict(mapping), policies_to_train=[module_id]))
+
+
+def play_modules(envs: list[Any], modules: dict[str, Any], mapping: dict[Any, str],
+                 episodes: int, *, seed: int | None) -> dict[str, Any]:
+    """RLlib's evaluation statistics (``multi_agent_episode_statistics``) of ``episodes``
+    episodes in the multi-agent ``envs``, every module of ``modules`` acting greedily for the
+    agents ``mapping`` maps to it; episode ``i`` is reset with ``seed + i``."""
+    policies = {module_id: greedy_policy(module) for module_id, module in modules.items()}
+    return multi_agent_episode_statistics(
+        multi_agent_rollout(envs, policies, mapping, episodes, seed=seed))
 
 
 def greedy_policy(module: Any) -> Any:

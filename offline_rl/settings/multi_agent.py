@@ -127,6 +127,7 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
     evaluation, offline_data = sections.evaluation, sections.offline_data
     unsupported = {
         "input_": is_mixed(offline_data.input_),
+        "offline_data_class": offline_data.offline_data_class is not None,
         "output": bool(offline_data.output),
         "evaluation_num_env_runners": bool(evaluation.evaluation_num_env_runners),
         "off_policy_estimation_methods": bool(evaluation.off_policy_estimation_methods),
