@@ -169,7 +169,8 @@ class BatchStream:
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=_POLL_S)
-                self._first_fetched.set()
+                if not self._first_fetched.is_set():
+                    self._first_fetched.set()
                 return True
             except queue.Full:
                 continue
