@@ -33,6 +33,9 @@ from offline_rl.settings.learning_rates import LearningRate
 from offline_rl.settings.options import NotProvided, Section
 from offline_rl.settings.sections import ConfigSections
 
+#: The algorithm a multi-agent config builds, imported on first use (it imports this module).
+MULTI_AGENT_ALGORITHM_PATH = "offline_rl.algorithms.multi_agent_algorithm:MultiAgentAlgorithm"
+
 
 class AlgorithmConfig(FlatAccess):
     """An algorithm's configuration: builder methods set fields and return ``self``.
@@ -296,8 +299,7 @@ class AlgorithmConfig(FlatAccess):
             raise ConfigError(f"{type(self).__name__} builds no algorithm; use an algorithm "
                               "config such as BCConfig")
         if self.sections.multi_agent.is_multi_agent:
-            from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
-            return MultiAgentAlgorithm(self)
+            return import_object(MULTI_AGENT_ALGORITHM_PATH)(self)
         return self.algo_class(self)
 
     def get_rl_module_spec(self, observation_space: gym.Space,

@@ -200,9 +200,8 @@ def _id_column(episodes: list[SingleAgentEpisode], attribute: str) -> pa.Array:
     values = [getattr(episode, attribute) for episode in episodes]
     if all(value is None for value in values):
         return pa.nulls(sum(len(episode) for episode in episodes))
-    return pa.array([None if value is None else str(value)
-                     for value, episode in zip(values, episodes) for _ in range(len(episode))],
-                    pa.string())
+    ids = np.array([None if value is None else str(value) for value in values], dtype=object)
+    return pa.array(np.repeat(ids, [len(episode) for episode in episodes]), pa.string())
 
 
 def _json_lines(table: pa.Table) -> bytes:
