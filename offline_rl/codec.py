@@ -72,12 +72,14 @@ def _as_list_buffer(buffer: dict) -> dict:
 def unpack_episode_state(data: bytes, *, where: str = "") -> dict:
     """Unpacks bytes written by ``pack_episode_state`` (or RLlib) into the state dict; a column
     buffer's per-step numpy items of one dtype and shape come back as one array stacking them
-    (its ``finalized`` flag as written), other items as a list.
+    (its ``finalized`` flag as written), other items as a list. A multi-agent episode's state
+    (``pack_multi_agent_episode_state``) comes back as ``unpack_multi_agent_episode_state``
+    gives it, so that a reader of either kind tells them apart by ``agent_episodes``.
 
     Raises ``ValueError``, prefixed with ``where`` (e.g. the file name), when the bytes are not
     a msgpack map or hold a pickled object array, which is refused and never unpickled.
     """
-    return _unpacked(data, where, _with_stacked_buffers)
+    return _unpacked(data, where, _with_stacked_buffers_of_either)
 
 
 def unpack_multi_agent_episode_state(data: bytes, *, where: str = "") -> dict:
@@ -151,6 +153,14 @@ def _with_stacked_buffers(state: dict) -> dict:
             if stacked is not None:
                 buffer["data"] = stacked
     return state
+
+
+def _with_stacked_buffers_of_either(state: dict) -> dict:
+    """``_with_stacked_agent_buffers`` for a multi-agent episode's state, else
+    ``_with_stacked_buffers``."""
+    if "agent_episodes" in state:
+        return _with_stacked_agent_buffers(state)
+    return _with_stacked_buffers(state)
 
 
 def _with_stacked_agent_buffers(state: dict) -> dict:

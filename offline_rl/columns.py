@@ -60,3 +60,7 @@ SCHEMA = MappingProxyType(
         "dones": "dones",
     }
 )
+
+#: The column of a multi-agent episodes file (beside ``item``) listing each episode's agents,
+#: so that they are mapped to modules before any episode is decoded.
+EPISODE_AGENTS = "agent_ids"

@@ -47,7 +47,7 @@ from offline_rl.data.input_files import (
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.checks import check_actions, observations_outside
-from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.episode_input import decode_item
 from offline_rl.formats.episode_rows import DONES
 from offline_rl.formats.json_nesting import MAX_JSON_DEPTH, deeper_than
 from offline_rl.formats.tabular import column_to_numpy
@@ -101,7 +101,8 @@ def inspect_dataset(path: str, *, input_read_method: str | None = None,
     ``observations_out_of_bounds`` the timesteps whose observation lies outside a ``Box``
     observation space (the same way; compressed observations are not decoded: ``None``).
     Tabular data without an ``eps_id`` column cannot be split into episodes: its episode
-    fields are ``None`` and ``returns`` is empty.
+    fields are ``None`` and ``returns`` is empty. Each agent's episode of a multi-agent episode
+    counts as an episode.
 
     Examples:
         >>> summary = inspect_dataset("tests/fixtures/rllib_cartpole_sample_batch_json")
@@ -214,16 +215,17 @@ def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
         with fs.open_input_file(file) as stream:
             for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
                 for item in batch.column(0).to_pylist():
-                    episode = decode_episode(item, f"{file} (column 'item')")
-                    returns.append(episode.get_return())
-                    lengths.append(len(episode))
-                    incomplete += not episode.is_done
-                    outside = _add(outside, _out_of_bounds(
-                        np.asarray(episode.get_actions()),
-                        action_space or episode.action_space, file))
-                    obs_outside = _add(obs_outside, _obs_out_of_bounds(
-                        np.asarray(episode.get_observations())[:-1],
-                        observation_space or episode.observation_space))
+                    decoded = decode_item(item, f"{file} (column 'item')")
+                    for episode in getattr(decoded, "agent_episodes", {None: decoded}).values():
+                        returns.append(episode.get_return())
+                        lengths.append(len(episode))
+                        incomplete += not episode.is_done
+                        outside = _add(outside, _out_of_bounds(
+                            np.asarray(episode.get_actions()),
+                            action_space or episode.action_space, file))
+                        obs_outside = _add(obs_outside, _obs_out_of_bounds(
+                            np.asarray(episode.get_observations())[:-1],
+                            observation_space or episode.observation_space))
     return {"format": "episodes", "schema": _schema_types(schema), "steps": sum(lengths),
             "episodes": len(returns), "incomplete_episodes": incomplete, "returns": returns,
             "lengths": lengths, "actions_out_of_bounds": outside,

@@ -469,8 +469,9 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
         state = pack_multi_agent_episode_state(episode.to_numpy().get_state())
         pq.write_table(pa.table({"item": [state]}), tmp_path / "ma.parquet")
         options, expected = {"input_read_episodes": True}, (
-            r"ma\.parquet \(column 'item'\): a MultiAgentEpisode state \(agents \['evader', "
-            r"'pursuer'\]\): multi-agent episodes are not supported yet")
+            r"ma\.parquet \(column 'item'\): multi-agent episode m0 \(agents \['evader', "
+            r"'pursuer'\]\), which one module \('default_policy'\) would train on mixed. "
+            r"Declare the modules and which agent each acts for: config.multi_agent")
     elif source == "tabular":
         table = rows(4).append_column("agent_id", pa.array(["pursuer", "evader"] * 2))
         pq.write_table(table, tmp_path / "ma.parquet")

@@ -311,8 +311,9 @@ def test_int_agent_ids_round_trip():
 
 def test_single_agent_reader_still_refuses_multi_agent_states():
     state = unpack_multi_agent_episode_state(pack_multi_agent_episode_state(turns().get_state()))
-    with pytest.raises(ValueError, match=r"a MultiAgentEpisode state \(agents \['o', 'x'\]\): "
-                                         "multi-agent episodes are not supported yet"):
+    with pytest.raises(ValueError, match=r"a MultiAgentEpisode state \(agents \['o', 'x'\]\), "
+                                         "not a SingleAgentEpisode state: read it with "
+                                         "MultiAgentEpisode.from_state"):
         read_episode_state(state)
 
 

@@ -1,6 +1,7 @@
-"""Multi-agent training (issue 39) from tabular rows that name their agents: each module of
-``config.multi_agent(...)`` trains on the rows of the agents mapped to it, and evaluation plays
-all of them together in ``MultiAgentCartPole``.
+"""Multi-agent training (issue 39) from tabular rows that name their agents, multi-agent
+episodes and old-stack MultiAgentBatch lines: each module of ``config.multi_agent(...)`` trains
+on the data of the agents mapped to it, and evaluation plays all of them together in
+``MultiAgentCartPole``.
 
 ``expert`` is what ``offline-rl datasets make MultiAgentCartPole expert`` records. In
 ``flipped``, the CartPole expert dataset's episodes are given alternately to ``agent_0`` and
@@ -15,6 +16,8 @@ import glob
 import json
 from pathlib import Path
 
+import msgpack
+import msgpack_numpy
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,25 +68,32 @@ def config(data: Path, **multi_agent) -> BCConfig:
             .debugging(seed=0))
 
 
-def test_each_module_learns_from_its_own_agents_rows_and_checkpoints(ray_session, flipped,
-                                                                    tmp_path):
+def module_losses(result: dict) -> dict[str, dict[str, float]]:
+    return {module: {key: value for key, value in learner.items() if key.endswith("_loss")}
+            for module, learner in result["learners"].items() if module != "__all_modules__"}
+
+
+def test_each_module_learns_from_its_own_agents_rows_and_resumes_exactly(ray_session, flipped,
+                                                                         tmp_path):
+    """A checkpoint holds every module's weights, optimizer and stream position: restored
+    midway, the run continues with the same losses and ends with the same modules."""
     separate = config(flipped, policies=["left", "right"],
                       policy_mapping_fn=lambda agent_id, episode, **kwargs:
                       "left" if agent_id == "agent_0" else "right")
     with separate.build() as algo:
         assert isinstance(algo, MultiAgentAlgorithm)
-        for _ in range(4):
-            result = algo.train()
-        evaluation = algo.evaluate()["env_runners"]
+        algo.train()
         checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+        results = [algo.train() for _ in range(3)]
+        evaluation = algo.evaluate()["env_runners"]
         greedy = {module: algo.get_module(module).compute_actions(np.zeros((1, 4), np.float32))
                   for module in ("left", "right")}
-    learners = result["learners"]
+    learners = results[-1]["learners"]
     assert set(learners) == {"left", "right", "__all_modules__"}
     trained = learners["__all_modules__"]["num_module_steps_trained"]
     assert trained == {"left": 40 * 512, "right": 40 * 512}
     for module, agent in (("left", "agent_0"), ("right", "agent_1")):
-        assert result["data"][module]["rows_per_epoch"] == pq.read_metadata(
+        assert results[-1]["data"][module]["rows_per_epoch"] == pq.read_metadata(
             flipped / f"{agent}.parquet").num_rows
     returns = evaluation["agent_episode_returns_mean"]
     assert returns["agent_0"] >= 400 and returns["agent_1"] <= 30, returns
@@ -94,15 +104,18 @@ def test_each_module_learns_from_its_own_agents_rows_and_checkpoints(ray_session
     with pytest.raises(ConfigError, match=r"is a multi-agent checkpoint, a checkpoint folder "
                                           r"per module \(\['left', 'right'\]\)"):
         load_module(checkpoint)
-    np.testing.assert_array_equal(load_module(Path(checkpoint) / "left").compute_actions(
-        np.zeros((1, 4), np.float32)), greedy["left"])
     with Algorithm.from_checkpoint(checkpoint) as restored:
-        assert isinstance(restored, MultiAgentAlgorithm) and restored.iteration == 4
+        assert isinstance(restored, MultiAgentAlgorithm) and restored.iteration == 1
         assert restored.mapping == {"agent_0": "left", "agent_1": "right"}
+        assert [module_losses(restored.train()) for _ in range(3)] == list(map(module_losses,
+                                                                              results))
         for module, actions in greedy.items():
             np.testing.assert_array_equal(
                 restored.get_module(module).compute_actions(np.zeros((1, 4), np.float32)),
                 actions)
+        restored.save_to_path(tmp_path / "end")
+    np.testing.assert_array_equal(load_module(tmp_path / "end" / "left").compute_actions(
+        np.zeros((1, 4), np.float32)), greedy["left"])
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +183,70 @@ def test_rows_without_agents_are_refused_naming_the_file(cartpole_data):
         config(cartpole_data, policies=["shared"]).build()
 
 
-def test_multi_agent_episodes_input_is_refused_as_not_read_yet(cartpole_data):
-    episodes = config(cartpole_data, policies=["shared"]).offline_data(input_read_episodes=True)
-    with pytest.raises(ConfigError, match=r"multi-agent training reads tabular Parquet rows"):
-        episodes.build()
+@pytest.fixture(scope="module")
+def expert_episodes(tmp_path_factory) -> Path:
+    """The ``expert`` episodes (the same seed) as ``MultiAgentEpisode`` states:
+    ``offline-rl datasets make MultiAgentCartPole expert --episodes-format``."""
+    from offline_rl.datasets import make_dataset
+
+    data = tmp_path_factory.mktemp("ma") / "expert-episodes"
+    make_dataset("MultiAgentCartPole", data, tier="expert", episodes=20, seed=0,
+                 write_episodes=True, progress=False)
+    return data
+
+
+def test_multi_agent_episodes_train_each_module_on_its_agents_episodes(ray_session, expert,
+                                                                       expert_episodes):
+    """Each module's PreLearners keep the episodes of its agents out of each multi-agent
+    episode: an epoch of its stream is its agent's rows of the same data written as rows, in
+    whole batches of 512 (both agents' would be twice as many)."""
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode as RLlibEpisode
+
+    separate = config(expert_episodes, policies=["left", "right"],
+                      policy_mapping_fn={"agent_0": "left", "agent_1": "right"}).offline_data(
+        input_read_episodes=True, dataset_num_iters_per_learner=20)
+    with separate.build() as algo:
+        result = [algo.train() for _ in range(4)][-1]
+        returns = algo.evaluate()["env_runners"]["agent_episode_returns_mean"]
+    rows = pq.read_table(sorted(glob.glob(f"{expert}/**/*.parquet", recursive=True)))
+    for module, agent in (("left", "agent_0"), ("right", "agent_1")):
+        agent_rows = pc.sum(pc.equal(rows.column("agent_id"), agent)).as_py()
+        assert result["data"][module]["rows_per_epoch"] == -(-agent_rows // 512) * 512
+    assert min(returns.values()) >= 400, returns
+    # RLlib's MultiAgentEpisode.from_state reads the episodes written (as its readers unpack)
+    table = pq.read_table(sorted(glob.glob(f"{expert_episodes}/**/*.parquet", recursive=True)))
+    assert table.column_names == ["item", "agent_ids"]
+    theirs = RLlibEpisode.from_state(msgpack.unpackb(table.column("item")[0].as_py(),
+                                                     object_hook=msgpack_numpy.decode))
+    assert sorted(theirs.agent_ids) == table.column("agent_ids")[0].as_py() == list(AGENTS)
+    assert len(theirs) == max(len(agent) for agent in theirs.agent_episodes.values())
+
+
+def test_episodes_whose_agents_disagree_with_their_listing_are_named(ray_session,
+                                                                     expert_episodes, tmp_path):
+    table = pq.read_table(sorted(glob.glob(f"{expert_episodes}/**/*.parquet",
+                                           recursive=True))).slice(0, 2)
+    listed = pa.array([["agent_0"], ["agent_0", "agent_1"]], pa.list_(pa.string()))
+    pq.write_table(table.set_column(1, "agent_ids", listed), tmp_path / "part.parquet")
+    only_0 = config(tmp_path, policies=["left", "right"], policies_to_train=["left"],
+                    policy_mapping_fn={"agent_0": "left", "agent_1": "right"})
+    with pytest.raises(DataFormatError, match=r"part\.parquet \(column 'item'\): episode \S+ "
+                                              r"has the agents \['agent_0', 'agent_1'\], but "
+                                              r"the column 'agent_ids' lists \['agent_0'\]"):
+        with only_0.offline_data(input_read_episodes=True).build() as algo:
+            algo.train()
+
+
+def test_single_agent_episodes_in_multi_agent_input_are_named(ray_session, tmp_path):
+    from offline_rl.datasets import make_dataset
+
+    make_dataset("CartPole-v1", tmp_path / "single", tier="random", episodes=2,
+                 write_episodes=True, progress=False)
+    shared = config(tmp_path / "single", policies=["shared"]).offline_data(
+        input_read_episodes=True)
+    with pytest.raises(DataFormatError, match=r"\(column 'item'\): single-agent episode \S+ in "
+                                              r"the input of a multi-agent config"):
+        shared.build()
 
 
 def test_the_multi_agent_section_round_trips_and_checks_its_modules():
@@ -214,7 +287,6 @@ def test_the_cli_trains_a_multi_agent_yaml_config(ray_session, flipped, tmp_path
 
 def test_datasets_make_records_rows_naming_each_agent(tmp_path, capsys):
     from offline_rl.cli import main
-    from offline_rl.datasets import make_dataset
 
     for name in ("a", "b"):
         assert main(["datasets", "make", "AlternatingCartPole", "mixed", "--episodes", "3",
@@ -232,9 +304,6 @@ def test_datasets_make_records_rows_naming_each_agent(tmp_path, capsys):
     assert counts["agent_0"] - counts["agent_1"] in (0, 1, 2, 3)
     assert card["num_env_steps"] == rows.num_rows and card["num_episodes"] == 3
     assert set(card["agent_episode_returns_mean"]) == {"agent_0", "agent_1"}
-    with pytest.raises(ConfigError, match=r"MultiAgentCartPole: multi-agent data is written as "
-                                          r"tabular rows naming their agents"):
-        make_dataset("MultiAgentCartPole", tmp_path / "c", episodes=1, write_episodes=True)
 
 
 def test_multi_agent_batches_rllib_wrote_train_each_policys_module(ray_session, flipped,

@@ -212,8 +212,8 @@ class MultiAgentAlgorithm:
 def agent_mapping(multi_agent: Any, agents: list[Any]) -> dict[Any, str]:
     """Each of ``agents``' module (``policy_mapping_fn``); raises ``ConfigError`` naming an
     agent mapped to no module of ``policies``, or one a dict mapping leaves out."""
-    mapping = {}
-    for agent in dict.fromkeys(agents):
+    mapping, agents = {}, list(dict.fromkeys(agents))
+    for agent in agents:
         try:
             module_id = multi_agent.module_of(agent)
         except KeyError:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from offline_rl.columns import EPISODE_AGENTS
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.data_ledger import LedgerClient
 from offline_rl.data.value_policy import ValuePolicy
@@ -17,7 +18,11 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeBuffer
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_recorded_spaces
-from offline_rl.formats.episode_input import decode_episode, module_sample_batch
+from offline_rl.formats.episode_input import (
+    decode_agent_episodes,
+    decode_episode,
+    module_sample_batch,
+)
 
 #: Column Ray Data adds with ``include_paths=True`` (episode formats read it for error messages).
 PATH_COLUMN = "path"
@@ -27,8 +32,9 @@ def decode_episodes(table: pa.Table, config: DataConfig,
                     map_sample_batch: Callable[[dict[str, Any], str], list[SingleAgentEpisode]]
                     ) -> tuple[list[SingleAgentEpisode], list[str]]:
     """The episodes of ``table`` and the file each was read from: one msgpack episode per row
-    (column ``item``, ``input_read_episodes``), or those ``map_sample_batch(row, where)`` makes
-    of each legacy SampleBatch row.
+    (column ``item``, ``input_read_episodes``; of a multi-agent config's module, the episodes
+    of its agents, ``config.agent_ids``, in each multi-agent episode), or those
+    ``map_sample_batch(row, where)`` makes of each legacy SampleBatch row.
 
     Examples:
         >>> import gymnasium as gym
@@ -55,8 +61,18 @@ def decode_episodes(table: pa.Table, config: DataConfig,
                 f"{table.column_names}); input_read_episodes=True reads episodes written with "
                 "output_write_episodes=True. For one row per timestep, unset "
                 "input_read_episodes")
-        return ([decode_episode(item, f"{path} (column 'item')")
-                 for item, path in zip(table.column("item").to_pylist(), paths)], paths)
+        items = zip(table.column("item").to_pylist(), paths)
+        if config.agent_ids is None:
+            return [decode_episode(item, f"{path} (column 'item')") for item, path in items], paths
+        listed = (table.column(EPISODE_AGENTS).to_pylist()
+                  if EPISODE_AGENTS in table.column_names else [None] * table.num_rows)
+        episodes, sources = [], []
+        for (item, path), agents in zip(items, listed):
+            decoded = decode_agent_episodes(item, f"{path} (column 'item')", config.agent_ids,
+                                            agents)
+            episodes += decoded
+            sources += [path] * len(decoded)
+        return episodes, sources
     episodes, sources = [], []
     for line, path in zip(table.to_pylist(), paths):
         row = module_sample_batch(line, config.module_id, path)

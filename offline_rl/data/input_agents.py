@@ -1,5 +1,5 @@
-"""The agents that multi-agent tabular rows name: each row's ``agent_id``, read from the
-Parquet files' one column before any Ray work."""
+"""The agents of multi-agent input: each tabular row's ``agent_id``, or each multi-agent
+episode's agents, read from the Parquet files' one column before any Ray work."""
 
 from __future__ import annotations
 
@@ -7,19 +7,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from offline_rl.columns import Columns
+from offline_rl.columns import EPISODE_AGENTS, Columns
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.input_files import PARQUET_SUFFIXES, input_paths, list_data_files
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import resolve_filesystem
+from offline_rl.formats.episode_input import decode_multi_agent_episode
 from offline_rl.formats.tabular import resolve_schema
 
 
 def input_agents(config: DataConfig) -> list[str]:
-    """The distinct agent ids of the input's rows, sorted (read in this process, only the
-    agent column of each Parquet file). Raises ``DataFormatError`` naming the file when a file
-    lacks the column or a row names no agent, ``ConfigError`` for input other than tabular
-    Parquet files (the multi-agent input read so far).
+    """The distinct agent ids of the input, sorted: each tabular row's ``agent_id``, or the
+    agents of each multi-agent episode (``input_read_episodes``: the ``agent_ids`` column the
+    writer adds beside ``item``, else each episode decoded). Read in this process, one column
+    of each Parquet file. Raises ``DataFormatError`` naming the file when a file lacks the
+    column or a row names no agent, ``ConfigError`` for input other than Parquet files (the
+    multi-agent input read so far).
 
     Examples:
         >>> import tempfile, pyarrow.parquet as pq
@@ -30,13 +33,14 @@ def input_agents(config: DataConfig) -> list[str]:
         ['a', 'b']
     """
     options = config.offline_data
-    if (options.input_read_method != "read_parquet" or config.reads_episodes
-            or config.input_creator is not None):
+    episodes = options.input_read_episodes
+    if (options.input_read_method != "read_parquet" or config.input_creator is not None
+            or (config.reads_episodes and not episodes)):
         raise ConfigError(
             "multi-agent training reads tabular Parquet rows (each naming its agent in "
-            "agent_id) and old-stack MultiAgentBatch JSON lines so far; this config reads "
-            f"{'episodes' if config.reads_episodes else options.input_read_method}. Convert "
-            "the data to tabular rows, or train one module on single-agent data")
+            "agent_id), multi-agent episodes and old-stack MultiAgentBatch JSON lines; this "
+            f"config reads {options.input_read_method}. Convert the data to one of them, or "
+            "train one module on single-agent data")
     column = resolve_schema(options.input_read_schema)[Columns.AGENT_ID]
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     agents: set[str] = set()
@@ -44,15 +48,44 @@ def input_agents(config: DataConfig) -> list[str]:
                                  PARQUET_SUFFIXES):
         for file in found.files:
             dataset = pads.dataset(file, filesystem=found.filesystem, format="parquet")
-            if column not in dataset.schema.names:
-                raise DataFormatError(
-                    f"{found.shown(file)}: multi-agent rows need the column {column!r} naming "
-                    "each row's agent; it is missing (map another column to it with "
-                    "config.offline_data(input_read_schema={'agent_id': column}))")
-            values = dataset.to_table(columns=[column]).column(0)
-            if values.null_count:
-                row = pc.indices_nonzero(pc.is_null(values)).to_pylist()[0]
-                raise DataFormatError(f"{found.shown(file)}, row {row}: column {column!r} is "
-                                      "empty; every row of multi-agent data names its agent")
-            agents.update(pc.unique(pc.cast(values, pa.string())).to_pylist())
+            shown = found.shown(file)
+            agents.update(_episode_agents(dataset, shown) if episodes
+                          else _row_agents(dataset, column, shown))
+    return sorted(agents)
+
+
+def _row_agents(dataset: pads.Dataset, column: str, shown: str) -> list[str]:
+    """The agents tabular rows name in ``column``."""
+    if column not in dataset.schema.names:
+        raise DataFormatError(
+            f"{shown}: multi-agent rows need the column {column!r} naming each row's agent; it "
+            "is missing (map another column to it with "
+            "config.offline_data(input_read_schema={'agent_id': column}))")
+    values = dataset.to_table(columns=[column]).column(0)
+    if values.null_count:
+        row = pc.indices_nonzero(pc.is_null(values)).to_pylist()[0]
+        raise DataFormatError(f"{shown}, row {row}: column {column!r} is empty; every row of "
+                              "multi-agent data names its agent")
+    return pc.unique(pc.cast(values, pa.string())).to_pylist()
+
+
+def _episode_agents(dataset: pads.Dataset, shown: str) -> list[str]:
+    """The agents of the multi-agent episodes in a file: its ``agent_ids`` column (which the
+    PreLearners check against each episode), else each ``item`` decoded."""
+    if EPISODE_AGENTS in dataset.schema.names:
+        lists = dataset.to_table(columns=[EPISODE_AGENTS]).column(0)
+        if lists.null_count:
+            row = pc.indices_nonzero(pc.is_null(lists)).to_pylist()[0]
+            raise DataFormatError(f"{shown}, row {row}: column {EPISODE_AGENTS!r} is empty; it "
+                                  "lists the agents of the row's episode")
+        return pc.unique(pc.cast(pc.list_flatten(lists), pa.string())).to_pylist()
+    if "item" not in dataset.schema.names:
+        raise DataFormatError(f"{shown} has no column 'item' (columns: {dataset.schema.names}); "
+                              "input_read_episodes=True reads episodes written with "
+                              "output_write_episodes=True")
+    agents: set[str] = set()
+    for batch in dataset.to_batches(columns=["item"]):
+        for item in batch.column(0).to_pylist():
+            episode = decode_multi_agent_episode(item, f"{shown} (column 'item')")
+            agents.update(map(str, episode.agent_episodes))
     return sorted(agents)

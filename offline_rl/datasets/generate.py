@@ -43,8 +43,8 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     """Records ``episodes`` episodes of ``tier``'s behaviour policy (``random``, ``medium``,
     ``expert`` or ``mixed``) for ``env_id`` under ``out``; returns the dataset card. In a
     multi-agent env of ``MULTI_AGENT_ENVS`` every agent plays the tier's policy of its
-    single-agent env (the card's band is each agent's), written as tabular rows naming their
-    agent.
+    single-agent env (the card's band is each agent's); its tabular rows name their agent,
+    and ``write_episodes`` writes ``MultiAgentEpisode`` states.
 
     Deterministic given ``seed``: episode ``i`` is reset with ``seed + i`` and the policy's own
     randomness is seeded. ``action_logp`` and ``action_dist_inputs`` of the behaviour policy are
@@ -69,9 +69,6 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
     if isinstance(episodes, bool) or not isinstance(episodes, int | np.integer) or episodes < 1:
         raise ConfigError(f"episodes={episodes!r}: a dataset needs a whole number of episodes, "
                           "at least 1")
-    if env_id in MULTI_AGENT_ENVS and write_episodes:
-        raise ConfigError(f"{env_id}: multi-agent data is written as tabular rows naming their "
-                          "agents (the pipeline reads multi-agent episodes in no other form yet)")
     record = _record_multi_agent if env_id in MULTI_AGENT_ENVS else _record_single_agent
     policy_name = type(behaviour_policy(MULTI_AGENT_ENVS.get(env_id, env_id), tier, seed)).__name__
     filesystem, folder = pafs.LocalFileSystem(), Path(out).absolute().as_posix()
@@ -152,7 +149,7 @@ def _record_multi_agent(env_id: str, tier: str, seed: int, episodes: int,
                 {agent: agent for agent in policies}, episodes, seed=seed,
                 on_episode_start=lambda _: [policy.start_episode()
                                             for policy in policies.values()])):
-            writer.add(episode.agent_episodes.values())
+            writer.add([episode])
             recorded.append(episode)
     finally:
         env.close()

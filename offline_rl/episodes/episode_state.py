@@ -59,8 +59,8 @@ def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:
         agents = state["agent_episodes"]  # (agent id, state) pairs; a dict in older layouts
         names = sorted(str(agent[0] if isinstance(agent, list | tuple) and agent else agent)
                        for agent in agents) if isinstance(agents, list | dict) else "?"
-        raise ValueError(f"a MultiAgentEpisode state (agents {names}): multi-agent episodes are "
-                         "not supported yet, offline-rl reads SingleAgentEpisode states")
+        raise ValueError(f"a MultiAgentEpisode state (agents {names}), not a SingleAgentEpisode "
+                         "state: read it with MultiAgentEpisode.from_state")
     missing = [key for key in STATE_KEYS if key != "custom_data" and key not in state]
     if missing:
         raise ValueError(f"episode state is missing {missing}")

@@ -1,7 +1,8 @@
 """Rows of the two episode formats -> ``SingleAgentEpisode``s.
 
 * Episodes format: one binary ``item`` per row, an msgpack-numpy episode state (RLlib's
-  ``output_write_episodes=True``), decoded without ever unpickling.
+  ``output_write_episodes=True``), decoded without ever unpickling; a multi-agent episode's
+  state gives the episodes of its agents.
 * Legacy SampleBatch JSON: one ``{"type": "SampleBatch", ...}`` per row, possibly holding several
   episodes; each is split out by ``eps_id``, ordered by ``t``. Array fields stored as strings are
   compressed arrays (decoded by ``offline_rl.compression``, pickle-free).
@@ -17,15 +18,16 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from offline_rl.codec import unpack_episode_state
-from offline_rl.columns import SCHEMA, Columns
+from offline_rl.columns import EPISODE_AGENTS, SCHEMA, Columns
 from offline_rl.compression import decompress_value
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_column_types
 from offline_rl.formats.episode_rows import as_id, episode_from_rows
@@ -39,16 +41,76 @@ SAMPLE_BATCH_BOOKKEEPING = frozenset({
 _TRANSITION_FIELDS = (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)
 
 
-def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
-    """One ``item`` value -> a finalized episode; errors name ``where``."""
+def decode_item(item: bytes, where: str) -> SingleAgentEpisode | MultiAgentEpisode:
+    """One ``item`` value -> a finalized episode: a ``SingleAgentEpisode``, or a
+    ``MultiAgentEpisode`` for a multi-agent episode's state; errors name ``where``."""
     try:
-        return SingleAgentEpisode.from_state(unpack_episode_state(item, where=where)).to_numpy()
+        state = unpack_episode_state(item, where=where)
+        kind = MultiAgentEpisode if "agent_episodes" in state else SingleAgentEpisode
+        return kind.from_state(state).to_numpy()
     except ValueError as error:
         message = str(error) if str(error).startswith(where) else f"{where}: {error}"
         raise DataFormatError(
             f"{message}. Episodes-format data holds one msgpack episode state per 'item' value, "
             "as written with output_write_episodes=True"
         ) from None
+
+
+def decode_episode(item: bytes, where: str) -> SingleAgentEpisode:
+    """One ``item`` value -> a finalized single-agent episode; a multi-agent episode is a
+    ``DataFormatError`` naming ``where`` and its agents (their modules need declaring)."""
+    episode = decode_item(item, where)
+    if isinstance(episode, MultiAgentEpisode):
+        raise DataFormatError(
+            f"{where}: multi-agent episode {episode.id_} (agents "
+            f"{sorted(map(str, episode.agent_episodes))}), which one module "
+            f"({DEFAULT_MODULE_ID!r}) would train on mixed. Declare the modules and which "
+            "agent each acts for: config.multi_agent(policies=[...], policy_mapping_fn=...) "
+            "(see the guide's 'Multi-agent data')")
+    return episode
+
+
+def decode_multi_agent_episode(item: bytes, where: str) -> MultiAgentEpisode:
+    """One ``item`` value -> a finalized multi-agent episode; a single-agent episode is a
+    ``DataFormatError`` naming ``where`` (nothing names its agent)."""
+    episode = decode_item(item, where)
+    if isinstance(episode, SingleAgentEpisode):
+        raise DataFormatError(
+            f"{where}: single-agent episode {episode.id_} in the input of a multi-agent config: "
+            "multi-agent episodes data holds MultiAgentEpisode states, whose agents the "
+            "policy_mapping_fn maps to modules; train single-agent episodes without "
+            "config.multi_agent")
+    return episode
+
+
+def decode_agent_episodes(item: bytes, where: str, agent_ids: Collection[str],
+                          listed: Sequence[Any] | None = None) -> list[SingleAgentEpisode]:
+    """The episodes of the agents ``agent_ids`` (as strings) in one ``item`` value holding a
+    multi-agent episode's state, in its order. ``listed``: the agents the file's
+    ``agent_ids`` column gives for the episode (what its agents were mapped by), which must
+    be its agents, else ``DataFormatError`` naming ``where``.
+
+    Examples:
+        >>> from offline_rl.codec import pack_multi_agent_episode_state
+        >>> episode = MultiAgentEpisode("m", agent_module_ids={0: "cart", 1: "cart"})
+        >>> episode.add_env_reset({0: [0.0], 1: [0.5]})
+        >>> episode.add_env_step({0: [0.1], 1: [0.6]}, {0: 1, 1: 0}, {0: 1.0, 1: 2.0},
+        ...                      terminateds={"__all__": True})
+        >>> item = pack_multi_agent_episode_state(episode.get_state())
+        >>> [(agent.agent_id, agent.get_return())
+        ...  for agent in decode_agent_episodes(item, "a.parquet", ["1"], listed=["0", "1"])]
+        [(1, 2.0)]
+    """
+    episode = decode_multi_agent_episode(item, where)
+    agents = sorted(map(str, episode.agent_episodes))
+    if listed is not None and sorted(map(str, listed)) != agents:
+        raise DataFormatError(
+            f"{where}: episode {episode.id_} has the agents {agents}, but the column "
+            f"{EPISODE_AGENTS!r} lists {sorted(map(str, listed))} for it; rewrite the file "
+            "(the writer fills the column from each episode)")
+    wanted = set(agent_ids)
+    return [agent_episode for agent_id, agent_episode in episode.agent_episodes.items()
+            if str(agent_id) in wanted]
 
 
 def is_multi_agent_batch(row: Mapping[str, Any]) -> bool:

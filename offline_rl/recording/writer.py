@@ -23,10 +23,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from offline_rl.codec import pack_episode_state
-from offline_rl.columns import Columns
+from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
+from offline_rl.columns import EPISODE_AGENTS, Columns
 from offline_rl.compression import pack_rllib
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import absolute_path, filesystem_path
@@ -39,7 +40,8 @@ class EpisodeWriter:
     """Buffers complete episodes and writes them out in RLlib's layouts.
 
     ``write_episodes=True`` writes one row per episode, an msgpack state in the ``item`` column
-    (RLlib's ``output_write_episodes=True``); ``False`` writes one row per timestep with RLlib's
+    (RLlib's ``output_write_episodes=True``; a multi-agent episode's agents are listed in an
+    ``agent_ids`` column beside it); ``False`` writes one row per timestep with RLlib's
     columns (``eps_id``, ``t``, ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
     ``truncateds``, extra model outputs such as ``action_logp``; ``infos`` unless all empty),
     with ``compress_columns`` packed as RLlib packs them (``offline_rl.compression.pack_rllib``:
@@ -87,26 +89,45 @@ class EpisodeWriter:
             self.compress_columns.add(Columns.NEXT_OBS)
         self.format = WRITE_METHODS[write_method]
         self.write_kwargs = dict(write_method_kwargs or {})
-        self._episodes: list[SingleAgentEpisode] = []
+        self._episodes: list[SingleAgentEpisode | MultiAgentEpisode] = []
+        #: Whether the episodes written are multi-agent ones (``None``: none written yet).
+        self._multi_agent: bool | None = None
         self._buffered_rows = 0
         self._buffered_bytes = 0
         self._writes = 0
         self.rows_written = 0
 
-    def add(self, episodes: Iterable[SingleAgentEpisode]) -> list[str]:
+    def add(self, episodes: Iterable[SingleAgentEpisode | MultiAgentEpisode]) -> list[str]:
         """Buffers complete episodes (an unfinished one is an error); writes them out once a
         file's worth (``max_rows_per_file`` rows or ``max_file_size`` bytes) is buffered.
-        Returns the paths written, if any."""
+        A ``MultiAgentEpisode`` is written whole in the episodes format (its state in ``item``,
+        its agents listed in ``agent_ids``; one writer writes episodes of one kind), else as
+        its agents' rows, each naming its agent and module. Returns the paths written, if
+        any."""
         for episode in episodes:
             if not episode.is_done:
                 raise DataFormatError(f"episode {episode.id_} is not done; only complete "
                                       "episodes are recorded")
-            self._episodes.append(episode)
-            self._buffered_rows += 1 if self.write_episodes else len(episode)
-            self._buffered_bytes += _approximate_bytes(episode)
+            multi_agent = isinstance(episode, MultiAgentEpisode)
+            if multi_agent and not self.write_episodes:
+                self._buffer(episode.agent_episodes.values())
+                continue
+            if self.write_episodes and self._multi_agent not in (None, multi_agent):
+                raise DataFormatError(
+                    f"episode {episode.id_} is {'' if multi_agent else 'not '}a multi-agent "
+                    "episode, unlike the episodes this writer wrote before; write each kind "
+                    "to an output of its own")
+            self._multi_agent = multi_agent
+            self._buffer([episode])
         full = self._buffered_bytes >= self.max_file_size or (
             self.max_rows_per_file is not None and self._buffered_rows >= self.max_rows_per_file)
         return self.flush() if full else []
+
+    def _buffer(self, episodes: Iterable[SingleAgentEpisode | MultiAgentEpisode]) -> None:
+        for episode in episodes:
+            self._episodes.append(episode)
+            self._buffered_rows += 1 if self.write_episodes else len(episode)
+            self._buffered_bytes += _approximate_bytes(episode)
 
     def flush(self) -> list[str]:
         """Writes every buffered episode into a new ``run-...`` folder; returns the file paths."""
@@ -159,16 +180,23 @@ def output_location(output: str, filesystem: pafs.FileSystem | None
     return filesystem, folder
 
 
-def _approximate_bytes(episode: SingleAgentEpisode) -> int:
+def _approximate_bytes(episode: SingleAgentEpisode | MultiAgentEpisode) -> int:
     """Uncompressed bytes of an episode's columns (what sizes a file before compression)."""
+    if isinstance(episode, MultiAgentEpisode):
+        return sum(map(_approximate_bytes, episode.agent_episodes.values()))
     buffers = (episode.observations, episode.actions, episode.rewards,
                *episode.extra_model_outputs.values())
     return sum(np.asarray(buffer.data).nbytes for buffer in buffers)
 
 
-def _episodes_table(episodes: list[SingleAgentEpisode]) -> pa.Table:
-    items = [pack_episode_state(episode.get_state()) for episode in episodes]
-    return pa.table({"item": pa.array(items, pa.binary())})
+def _episodes_table(episodes: list[SingleAgentEpisode | MultiAgentEpisode]) -> pa.Table:
+    if not isinstance(episodes[0], MultiAgentEpisode):
+        items = [pack_episode_state(episode.get_state()) for episode in episodes]
+        return pa.table({"item": pa.array(items, pa.binary())})
+    items = [pack_multi_agent_episode_state(episode.get_state()) for episode in episodes]
+    agents = [list(map(str, episode.agent_episodes)) for episode in episodes]
+    return pa.table({"item": pa.array(items, pa.binary()),
+                     EPISODE_AGENTS: pa.array(agents, pa.list_(pa.string()))})
 
 
 def _tabular_table(episodes: list[SingleAgentEpisode], compress: set[str]) -> pa.Table:
