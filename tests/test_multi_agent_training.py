@@ -15,7 +15,9 @@ from __future__ import annotations
 import glob
 import json
 from pathlib import Path
+from typing import ClassVar
 
+import gymnasium as gym
 import msgpack
 import msgpack_numpy
 import numpy as np
@@ -23,12 +25,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pettingzoo import ParallelEnv
 
 from offline_rl import Algorithm, BCConfig
 from offline_rl.algorithms.checkpoint import load_module
 from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
+from offline_rl.datasets.experts import behaviour_policy
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.evaluation.multi_agent_cartpole import MultiAgentCartPole
+from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
+from offline_rl.evaluation.multi_agent_rollout import multi_agent_rollout
+from offline_rl.recording.writer import EpisodeWriter
 
 AGENTS = ("agent_0", "agent_1")
 
@@ -247,6 +254,109 @@ def test_single_agent_episodes_in_multi_agent_input_are_named(ray_session, tmp_p
     with pytest.raises(DataFormatError, match=r"\(column 'item'\): single-agent episode \S+ in "
                                               r"the input of a multi-agent config"):
         shared.build()
+
+
+class TwoCartPoles(ParallelEnv):
+    """Two CartPoles as a PettingZoo parallel env: each agent balances its own pole and leaves
+    the episode when it falls."""
+
+    metadata: ClassVar[dict] = {"name": "two_cartpoles_v0"}
+
+    def __init__(self, env_config: dict | None = None):
+        self.possible_agents = ["cart_a", "cart_b"]
+        self.carts = {agent: gym.make("CartPole-v1") for agent in self.possible_agents}
+        self.agents: list[str] = []
+
+    def observation_space(self, agent: str) -> gym.Space:
+        return self.carts[agent].observation_space
+
+    def action_space(self, agent: str) -> gym.Space:
+        return self.carts[agent].action_space
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        self.agents = list(self.possible_agents)
+        observations = {agent: cart.reset(seed=None if seed is None else seed + number)[0]
+                        for number, (agent, cart) in enumerate(self.carts.items())}
+        return observations, {agent: {} for agent in self.agents}
+
+    def step(self, actions: dict):
+        steps = {agent: self.carts[agent].step(actions[agent]) for agent in self.agents}
+        self.agents = [agent for agent, step in steps.items() if not (step[2] or step[3])]
+        return tuple({agent: step[field] for agent, step in steps.items()}
+                     for field in range(5))
+
+
+@pytest.mark.parametrize("write_episodes", [True, False], ids=["episodes", "rows"])
+def test_episodes_recorded_in_a_pettingzoo_env_train_modules_that_play_it(ray_session, tmp_path,
+                                                                       write_episodes):
+    """Recording round trip: the CartPole expert plays both agents of a PettingZoo env, the
+    writer writes the multi-agent episodes (whole, or as rows naming their agents), and a
+    module per agent trained on them balances its pole when played in that env."""
+    expert = behaviour_policy("CartPole-v1", "expert", seed=0)
+    env = make_multi_agent_env(TwoCartPoles)
+    writer = EpisodeWriter(str(tmp_path / "recorded"), env_name="two_cartpoles",
+                           write_episodes=write_episodes)
+    for episode in multi_agent_rollout(
+            [env], {"expert": lambda obs: (np.array([expert(row)[0] for row in obs]), {})},
+            {"cart_a": "expert", "cart_b": "expert"}, 10, seed=0):
+        writer.add([episode])
+    writer.flush()
+    env.close()
+    modules = (config(tmp_path / "recorded", policies=["a", "b"],
+                      policy_mapping_fn={"cart_a": "a", "cart_b": "b"})
+               .environment(env=TwoCartPoles)
+               .offline_data(input_read_episodes=write_episodes))
+    with modules.build() as algo:
+        for _ in range(4):
+            algo.train()
+        returns = algo.evaluate()["env_runners"]["agent_episode_returns_mean"]
+    assert min(returns.values()) >= 400, returns
+
+
+@pytest.fixture(scope="module")
+def pendulum_agents(tmp_path_factory) -> Path:
+    """Pendulum ``mixed`` episodes given alternately to the ``AGENTS``."""
+    from offline_rl.datasets import make_dataset
+
+    folder = tmp_path_factory.mktemp("ma")
+    make_dataset("Pendulum-v1", folder / "single", tier="mixed", episodes=4, progress=False)
+    return multi_agent_rows(folder / "single", folder / "agents")
+
+
+@pytest.mark.parametrize(("algorithm", "env"), [
+    ("MARWIL", "CartPole-v1"), ("DiscreteCQL", "CartPole-v1"), ("IQL", "CartPole-v1"),
+    ("IQL", "Pendulum-v1"), ("TD3BC", "Pendulum-v1"), ("CQL", "Pendulum-v1")])
+def test_every_algorithm_trains_a_module_per_agent(ray_session, flipped, pendulum_agents,
+                                                   tmp_path, algorithm, env):
+    """Independent learners of each algorithm: a module per agent, each with its learner's
+    losses; CQL (several networks and optimizers, actions sampled in every update) restored
+    from a checkpoint continues with the same losses."""
+    from offline_rl.algorithms.registry import get_algorithm_config_class
+
+    spaces = gym.make(env)
+    modules = (get_algorithm_config_class(algorithm)()
+               .environment(observation_space=spaces.observation_space,
+                            action_space=spaces.action_space)
+               .training(train_batch_size_per_learner=64)
+               .rl_module(model_config={"fcnet_hiddens": [16]})
+               .offline_data(input_=str(flipped if env == "CartPole-v1" else pendulum_agents),
+                             dataset_num_iters_per_learner=2)
+               .multi_agent(policies=["left", "right"],
+                            policy_mapping_fn={"agent_0": "left", "agent_1": "right"})
+               .debugging(seed=0))
+    with modules.build() as algo:
+        first = algo.train()
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint") if algorithm == "CQL" else None
+        second = algo.train()
+    assert first["learners"]["__all_modules__"]["num_module_steps_trained"] == {
+        "left": 2 * 64, "right": 2 * 64}
+    losses = module_losses(second)
+    assert set(losses) == {"left", "right"} and losses["left"].keys() == losses["right"].keys()
+    assert losses["left"] and all(np.isfinite(value) for module in losses.values()
+                                  for value in module.values())
+    if checkpoint:
+        with Algorithm.from_checkpoint(checkpoint) as restored:
+            assert module_losses(restored.train()) == losses
 
 
 def test_the_multi_agent_section_round_trips_and_checks_its_modules():

@@ -16,6 +16,7 @@ from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, 
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.input_agents import input_agents
+from offline_rl.data.resources import side_by_side_options
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
 from offline_rl.evaluation.multi_agent_rollout import (
@@ -101,7 +102,8 @@ class MultiAgentAlgorithm:
         for module_id in multi_agent.trained_modules:
             sub_config = module_config(self.config, module_id, self.mapping, spaces[module_id])
             self.algorithms[module_id] = sub_config.algo_class(sub_config)
-            # One pipeline maps and materializes its rows at a time: each may take every CPU.
+            # One pipeline maps and materializes its rows at a time: each may take every CPU
+            # (streamed ones run side by side, each with its share).
             self.algorithms[module_id].offline_data.wait_for_data()
         self._untrained = MultiRLModule({
             module_id: self.config.get_rl_module_spec(*spaces[module_id]).build()
@@ -251,12 +253,19 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
                   spaces: Spaces) -> AlgorithmConfig:
     """The config of one module's algorithm: ``config`` training ``module_id`` alone on its
     agents' rows (``policy_mapping_fn`` the resolved ``mapping``), with its ``spaces`` and
-    no env (the multi-agent algorithm evaluates)."""
-    return (config.copy()
-            .environment(env=None, env_config={}, observation_space=spaces[0],
-                         action_space=spaces[1])
-            .evaluation(evaluation_interval=None)
-            .multi_agent(policy_mapping_fn=dict(mapping), policies_to_train=[module_id]))
+    no env (the multi-agent algorithm evaluates). Streamed pipelines (MARWIL's) run side by
+    side, each with its share of the CPUs (``side_by_side_options``)."""
+    sub_config = (config.copy()
+                  .environment(env=None, env_config={}, observation_space=spaces[0],
+                               action_space=spaces[1])
+                  .evaluation(evaluation_interval=None)
+                  .multi_agent(policy_mapping_fn=dict(mapping), policies_to_train=[module_id]))
+    offline_data = config.sections.offline_data
+    count = len(config.sections.multi_agent.trained_modules)
+    if count > 1 and not offline_data.materialize_mapped_data:
+        sub_config.offline_data(**side_by_side_options(
+            offline_data.map_batches_kwargs, offline_data.input_read_method_kwargs, count))
+    return sub_config
 
 
 def play_modules(envs: list[Any], modules: dict[str, Any], mapping: dict[Any, str],

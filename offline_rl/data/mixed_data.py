@@ -48,7 +48,7 @@ from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.mixed_stream import MixedStream, source_positions
 from offline_rl.data.observation_statistics import ObservationStatistics
 from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.resources import READ_TASK_CPUS
+from offline_rl.data.resources import side_by_side_options
 from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
 from offline_rl.settings.sources import Source, is_mixed, weighted_sources
 
@@ -127,14 +127,9 @@ class MixedData(OfflineData):
         options = self.config.offline_data
         changes: dict[str, Any] = {"input_": source.input_, **source.options}
         if count > 1 and not options.materialize_mapped_data:  # pipelines side by side
-            pool = dict(options.map_batches_kwargs)
-            pool["num_cpus"] = float(pool.get("num_cpus", 1)) / count
-            pool.setdefault("concurrency", 1)
-            read = dict(changes.get("input_read_method_kwargs",
-                                    options.input_read_method_kwargs))
-            read["ray_remote_args"] = {"num_cpus": READ_TASK_CPUS / count,
-                                       **read.get("ray_remote_args", {})}
-            changes.update(map_batches_kwargs=pool, input_read_method_kwargs=read)
+            changes.update(side_by_side_options(
+                options.map_batches_kwargs,
+                changes.get("input_read_method_kwargs", options.input_read_method_kwargs), count))
         try:
             return OfflineData(self.config.with_data_options(**changes), self.spaces)
         except OfflineRLError as error:

@@ -24,6 +24,27 @@ AUTO = "auto"
 PIPELINE_CPUS = READ_TASK_CPUS + 1.0
 
 
+def side_by_side_options(map_batches_kwargs: Mapping[str, Any],
+                         read_kwargs: Mapping[str, Any], count: int) -> dict[str, Any]:
+    """The ``offline_data`` options that let ``count`` streamed pipelines run side by side:
+    each one's PreLearner pool (one actor unless ``concurrency`` says otherwise) and read tasks
+    take a ``count``-th of the CPUs a pipeline takes alone (an explicit ``num_cpus`` of the
+    read tasks is kept).
+
+    Examples:
+        >>> options = side_by_side_options({}, {}, 2)
+        >>> options["map_batches_kwargs"], options["input_read_method_kwargs"]
+        ({'num_cpus': 0.5, 'concurrency': 1}, {'ray_remote_args': {'num_cpus': 0.5}})
+    """
+    pool = dict(map_batches_kwargs)
+    pool["num_cpus"] = float(pool.get("num_cpus", 1)) / count
+    pool.setdefault("concurrency", 1)
+    read = dict(read_kwargs)
+    read["ray_remote_args"] = {"num_cpus": READ_TASK_CPUS / count,
+                               **read.get("ray_remote_args", {})}
+    return {"map_batches_kwargs": pool, "input_read_method_kwargs": read}
+
+
 def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapping[str, float],
                            reserved_cpus: float) -> dict[str, Any]:
     """``map_batches`` keyword arguments for the PreLearner pool.

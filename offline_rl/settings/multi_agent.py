@@ -133,12 +133,7 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
         "off_policy_estimation_methods": bool(evaluation.off_policy_estimation_methods),
         "offline_eval_input_": evaluation.offline_eval_input_ is not None,
     }
-    problems = []
-    if not offline_data.materialize_mapped_data and len(sections.multi_agent.trained_modules) > 1:
-        problems.append(("materialize_mapped_data", "several modules train from pipelines of "
-                         "their own, which materialize their mapped rows one after the other "
-                         "(streamed, each would hold its CPUs for the whole run): leave it True"))
-    return problems + [
+    return [
         (name, "multi-agent configs do not take it yet (each module trains on its agents' rows "
                "of one input, and evaluation runs in this process): leave it unset")
         for name, is_set in unsupported.items() if is_set]
