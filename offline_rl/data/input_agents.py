@@ -21,8 +21,7 @@ def input_agents(config: DataConfig) -> list[str]:
     agents of each multi-agent episode (``input_read_episodes``: the ``agent_ids`` column the
     writer adds beside ``item``, else each episode decoded). Read in this process, one column
     of each Parquet file. Raises ``DataFormatError`` naming the file when a file lacks the
-    column or a row names no agent, ``ConfigError`` for input other than Parquet files (the
-    multi-agent input read so far).
+    column or a row names no agent, ``ConfigError`` for input other than Parquet files.
 
     Examples:
         >>> import tempfile, pyarrow.parquet as pq

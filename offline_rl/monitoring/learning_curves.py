@@ -9,11 +9,14 @@ from typing import Any
 
 from offline_rl.errors import DataFormatError
 from offline_rl.monitoring.result_log import RESULT_FILE, flatten, read_results
+from offline_rl.names import ALL_MODULES
 
+LEARNERS = "learners/"
 LOSSES = "learners/default_policy/"
 HELD_OUT_LOSSES = "evaluation/offline_eval_runner_results/default_policy/"
 RETURN = "evaluation/env_runners/episode_return_mean"
 RETURN_STD = "evaluation/env_runners/episode_return_std"
+MODULE_RETURNS = "evaluation/env_runners/module_episode_returns_mean/"
 ESTIMATES = "evaluation/off_policy_estimation/"
 STEPS = "learners/__all_modules__/num_env_steps_trained"
 TRAIN_TIME = "time_this_iter_s"
@@ -45,24 +48,38 @@ Panel = tuple[str, str, Callable[[Any], None]]
 
 
 def panels(rows: list[dict[str, Any]]) -> list[Panel]:
-    """The panels ``rows`` (flattened results) have figures for, in order: losses, evaluation
-    return, off-policy estimates, throughput."""
+    """The panels ``rows`` (flattened results) have figures for, in order: losses (each
+    module's, in a multi-agent run), evaluation return (and each module's), off-policy
+    estimates, throughput.
+
+    Examples:
+        >>> rows = [{"training_iteration": 1, "learners/left/total_loss": 0.5,
+        ...          "learners/right/total_loss": 0.7, STEPS: 64}]
+        >>> [title for title, _, _ in panels(rows)]
+        ['losses']
+    """
     keys = list(dict.fromkeys(key for row in rows for key in row))
     found: list[Panel] = []
-    losses = [key for key in keys if key.startswith(LOSSES) and key.endswith("_loss")]
+    losses = [key for key in keys if key.startswith(LEARNERS) and key.endswith("_loss")
+              and not key.startswith(f"{LEARNERS}{ALL_MODULES}/")]
+    # one module's loss terms by their names; a multi-agent run's as module/term
+    prefix = LOSSES if all(key.startswith(LOSSES) for key in losses) else LEARNERS
     held_out = [key for key in keys
                 if key.startswith(HELD_OUT_LOSSES) and key.endswith("total_loss")]
     if losses or held_out:
         def draw_losses(axes: Any) -> None:
             for key in losses:
-                axes.plot(*_series(rows, key), label=key[len(LOSSES):])
+                axes.plot(*_series(rows, key), label=key[len(prefix):])
             for key in held_out:
                 axes.plot(*_series(rows, key), "--", label="held-out total_loss")
         found.append(("losses", "loss", draw_losses))
     iterations, means = _series(rows, RETURN)
+    module_returns = [key for key in keys if key.startswith(MODULE_RETURNS)]
     if means:
         def draw_returns(axes: Any) -> None:
             axes.plot(iterations, means, marker="o", label="mean")
+            for key in module_returns:  # a multi-agent run's modules
+                axes.plot(*_series(rows, key), "--", marker=".", label=key[len(MODULE_RETURNS):])
             _, stds = _series(rows, RETURN_STD)
             if len(stds) == len(means):
                 axes.fill_between(iterations, [m - s for m, s in zip(means, stds)],
