@@ -247,6 +247,22 @@ def test_episodes_whose_agents_disagree_with_their_listing_are_named(ray_session
             algo.train()
 
 
+@pytest.mark.parametrize("episodes", [True, False], ids=["episodes", "rows"])
+def test_data_in_other_spaces_than_the_modules_is_named(ray_session, expert, expert_episodes,
+                                                        episodes):
+    wider = config(expert_episodes if episodes else expert, policies=["shared"]).environment(
+        env=None, observation_space=gym.spaces.Box(-1, 1, (5,)),
+        action_space=gym.spaces.Discrete(2)).offline_data(input_read_episodes=episodes)
+    expected = (r"\.parquet: episode \S+ \(agent 'agent_\d'\) was recorded with the observation "
+                r"space Box\(.*\(4,\), float32\), but the config's is Box\(-1\.0, 1\.0, \(5,\)"
+                if episodes
+                else r"\.parquet: column 'obs' holds arrays of shape \(4,\) but the observation "
+                     r"space is Box\(-1\.0, 1\.0, \(5,\), float32\)")
+    with pytest.raises(DataFormatError, match=expected):
+        with wider.build() as algo:
+            algo.train()
+
+
 def test_single_agent_episodes_in_multi_agent_input_are_named(ray_session, tmp_path):
     from offline_rl.datasets import make_dataset
 

@@ -120,7 +120,8 @@ class EpisodeAdmission:
         admitted, seen, drops = [], set(), Counter()
         elsewhere = self.ledger.claim([episode.id_ for episode in episodes], sources)
         for episode, source, duplicate in zip(episodes, sources, elsewhere):
-            where = f"{source}: episode {episode.id_}"
+            where = f"{source}: episode {episode.id_}" + (
+                "" if episode.agent_id is None else f" (agent {episode.agent_id!r})")
             if duplicate or episode.id_ in seen or self._buffer_holds(episode.id_):
                 drops["duplicate_episodes"] += 1
                 continue
