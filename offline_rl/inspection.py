@@ -44,6 +44,7 @@ from offline_rl.data.input_files import (
     READ_METHOD_SUFFIXES,
     list_data_files,
 )
+from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.checks import check_actions, observations_outside
@@ -216,7 +217,8 @@ def _inspect_episodes(files: list[str], fs: pafs.FileSystem, schema: pa.Schema,
             for batch in pq.ParquetFile(stream).iter_batches(columns=["item"]):
                 for item in batch.column(0).to_pylist():
                     decoded = decode_item(item, f"{file} (column 'item')")
-                    for episode in getattr(decoded, "agent_episodes", {None: decoded}).values():
+                    for episode in (decoded.agent_episodes.values()
+                                    if isinstance(decoded, MultiAgentEpisode) else [decoded]):
                         returns.append(episode.get_return())
                         lengths.append(len(episode))
                         incomplete += not episode.is_done

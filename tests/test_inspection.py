@@ -67,6 +67,17 @@ def test_rllib_episodes_recording():
     assert summary["episodes"] == 20 and summary["incomplete_episodes"] == 0
 
 
+def test_multi_agent_episodes_count_each_agents_episode(tmp_path):
+    from offline_rl.datasets import make_dataset
+
+    card = make_dataset("AlternatingCartPole", tmp_path / "turns", tier="random", episodes=3,
+                        write_episodes=True, progress=False)
+    summary = inspect_dataset(str(tmp_path / "turns"))
+    assert summary["schema"] == {"item": "binary", "agent_ids": "list<element: string>"}
+    assert summary["episodes"] == 2 * 3 and summary["steps"] == card["num_env_steps"]
+    assert summary["incomplete_episodes"] == 0
+
+
 def test_rllib_legacy_json_recording():
     lines = [json.loads(line) for file in sorted(SAMPLE_BATCHES.glob("*.json"))
              for line in file.read_text().splitlines()]

@@ -31,7 +31,9 @@ from pettingzoo import ParallelEnv
 from offline_rl import Algorithm, BCConfig
 from offline_rl.algorithms.checkpoint import load_module
 from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
+from offline_rl.codec import unpack_multi_agent_episode_state
 from offline_rl.datasets.experts import behaviour_policy
+from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.evaluation.multi_agent_cartpole import MultiAgentCartPole
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
@@ -263,6 +265,73 @@ def test_data_in_other_spaces_than_the_modules_is_named(ray_session, expert, exp
             algo.train()
 
 
+def test_evaluation_episodes_are_recorded_to_output_and_read_back(ray_session, flipped,
+                                                                  tmp_path):
+    recording = config(flipped, policies=["left", "right"],
+                       policy_mapping_fn={"agent_0": "left", "agent_1": "right"}).offline_data(
+        output=str(tmp_path / "recorded"), dataset_num_iters_per_learner=5).evaluation(
+        evaluation_duration=3)
+    with recording.build() as algo:
+        algo.train()
+        statistics = algo.evaluate()["env_runners"]
+    table = pq.read_table(sorted(glob.glob(f"{tmp_path}/recorded/**/*.parquet",
+                                           recursive=True)))
+    assert table.num_rows == statistics["num_episodes"] == 3
+    episode = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(
+        table.column("item")[0].as_py()))
+    assert sorted(episode.agent_episodes) == table.column("agent_ids")[0].as_py() == list(AGENTS)
+    # the modules sampled their actions and recorded their log-probabilities and logits
+    assert set(episode.agent_episodes["agent_1"].extra_model_outputs) == {
+        "action_logp", "action_dist_inputs"}
+    again = config(tmp_path / "recorded", policies=["shared"]).offline_data(
+        input_read_episodes=True, dataset_num_iters_per_learner=2)
+    with again.build() as algo:
+        trained = algo.train()["learners"]["__all_modules__"]["num_module_steps_trained"]
+    assert trained == {"shared": 2 * 512}
+
+
+def discounted_returns(table: pa.Table, gamma: float = 0.99) -> list[float]:
+    """Each episode's discounted return (its rows in ``t`` order)."""
+    returns: dict[str, float] = {}
+    for eps_id, t, reward in zip(*(table.column(name).to_pylist()
+                                   for name in ("eps_id", "t", "rewards"))):
+        returns[eps_id] = returns.get(eps_id, 0.0) + gamma ** t * reward
+    return list(returns.values())
+
+
+def test_each_module_is_judged_offline_on_its_agents_held_out_data(ray_session, cartpole_data,
+                                                                   tmp_path):
+    """agent_0 played the expert, agent_1 at random: each module's off-policy estimate of the
+    logged return, and its held-out losses, cover its own agent's episodes only."""
+    from offline_rl.datasets import make_dataset
+
+    make_dataset("CartPole-v1", tmp_path / "random", tier="random", episodes=5, progress=False)
+    parts = {"agent_0": pq.read_table(sorted(glob.glob(f"{cartpole_data}/**/*.parquet",
+                                                       recursive=True))).slice(0, 2000),
+             "agent_1": pq.read_table(sorted(glob.glob(f"{tmp_path}/random/**/*.parquet",
+                                                       recursive=True)))}
+    (tmp_path / "held").mkdir()
+    named = {agent: table.set_column(table.schema.get_field_index("agent_id"), "agent_id",
+                                     pa.array([agent] * table.num_rows))
+             for agent, table in parts.items()}
+    for agent, table in named.items():
+        pq.write_table(table.cast(named["agent_0"].schema), tmp_path / "held" / f"{agent}.parquet")
+    judged = config(tmp_path / "held", policies=["left", "right"],
+                    policy_mapping_fn={"agent_0": "left", "agent_1": "right"}).evaluation(
+        off_policy_estimation_methods={"is": {"type": "ImportanceSampling"}},
+        evaluation_config={"input_": str(tmp_path / "held")},
+        offline_eval_input_=str(tmp_path / "held"), offline_evaluation_interval=1).offline_data(
+        dataset_num_iters_per_learner=2)
+    with judged.build() as algo:
+        held_out = algo.train()["evaluation"]["offline_eval_runner_results"]
+        estimates = algo.evaluate()["off_policy_estimation"]
+    assert held_out["num_env_steps"] == {"left": 2000, "right": parts["agent_1"].num_rows}
+    assert np.isfinite(held_out["left"]["total_loss"]) and "total_loss" in held_out["right"]
+    for module, agent in (("left", "agent_0"), ("right", "agent_1")):
+        assert estimates[module]["is"]["v_behavior"] == pytest.approx(
+            np.mean(discounted_returns(parts[agent])), rel=1e-5)
+
+
 def test_single_agent_episodes_in_multi_agent_input_are_named(ray_session, tmp_path):
     from offline_rl.datasets import make_dataset
 
@@ -343,13 +412,14 @@ def pendulum_agents(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(("algorithm", "env"), [
-    ("MARWIL", "CartPole-v1"), ("DiscreteCQL", "CartPole-v1"), ("IQL", "CartPole-v1"),
-    ("IQL", "Pendulum-v1"), ("TD3BC", "Pendulum-v1"), ("CQL", "Pendulum-v1")])
+    ("MARWIL", "CartPole-v1"), ("DiscreteCQL", "CartPole-v1"), ("IQL", "Pendulum-v1"),
+    ("TD3BC", "Pendulum-v1"), ("CQL", "Pendulum-v1")])
 def test_every_algorithm_trains_a_module_per_agent(ray_session, flipped, pendulum_agents,
                                                    tmp_path, algorithm, env):
     """Independent learners of each algorithm: a module per agent, each with its learner's
-    losses; CQL (several networks and optimizers, actions sampled in every update) restored
-    from a checkpoint continues with the same losses."""
+    losses (IQL on discrete actions: ``test_iql_beats_bc_for_every_agent_on_flawed_data``);
+    CQL (several networks and optimizers, actions sampled in every update) restored from a
+    checkpoint continues with the same losses."""
     from offline_rl.algorithms.registry import get_algorithm_config_class
 
     spaces = gym.make(env)
@@ -427,6 +497,13 @@ def test_the_multi_agent_section_round_trips_and_checks_its_modules():
                     .problems())
     assert problems["policies_to_train"] == "names modules that policies does not: ['c']"
     assert problems["policy_mapping_fn"] == "2 modules need a mapping of each agent to its module"
+    problems = dict(BCConfig().multi_agent(policies=["a"]).offline_data(
+        output=lambda context: None, output_write_sample_batches=True,
+        output_write_episodes=False, output_write_method="write_json").problems())
+    assert problems["output"].startswith("a custom writer's creator: a multi-agent config "
+                                         "records its evaluation episodes with offline-rl's")
+    assert problems["output_write_sample_batches"].startswith("a multi-agent config records "
+                                                              "MultiAgentEpisodes or their")
 
 
 def test_the_cli_trains_a_multi_agent_yaml_config(ray_session, flipped, tmp_path, capsys):

@@ -30,7 +30,13 @@ from offline_rl.names import (
     ENV_RUNNER_RESULTS,
     EVALUATION_RESULTS,
     LEARNER_RESULTS,
+    OFF_POLICY_ESTIMATION,
+    OFFLINE_EVAL_RESULTS,
 )
+from offline_rl.recording.output_folder import new_run_id
+from offline_rl.recording.policies import as_batch_policy
+from offline_rl.recording.recorder import check_output, runner_writer
+from offline_rl.recording.writer import EpisodeWriter
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -40,13 +46,15 @@ Spaces = tuple[gym.Space, gym.Space]
 
 class MultiAgentAlgorithm:
     """Trains the modules of ``config.multi_agent(...)``: each trained module is an algorithm of
-    its own (its data pipeline reads the rows of the agents ``policy_mapping_fn`` maps to it,
-    filtered as the Parquet files are read; its learners; its checkpoint folder), and one
-    ``train()`` trains each of them one iteration. Evaluation plays every module in the
-    multi-agent env (``environment(env=...)``: see ``make_multi_agent_env``), each acting
-    greedily for its agents; modules not in ``policies_to_train`` act as they were built.
+    its own (its data pipeline reads the data of the agents ``policy_mapping_fn`` maps to it:
+    rows filtered as the Parquet files are read, or its agents' episodes of each multi-agent
+    episode; its learners; its checkpoint folder), and one ``train()`` trains each of them one
+    iteration. Evaluation plays every module in the multi-agent env (``environment(env=...)``:
+    see ``make_multi_agent_env``), each acting greedily for its agents (modules not in
+    ``policies_to_train`` act as they were built), records to ``output`` and runs the
+    off-policy estimators per module (see ``evaluate``).
 
-    Building reads the agent ids of the input's rows first (one column), and maps each, and
+    Building reads the agent ids of the input first (one column), and maps each, and
     the env's agents, to its module: an agent mapped to a module ``policies`` does not name,
     or a trained module without rows, is a ``ConfigError`` naming them. Modules take their
     spaces from the env's agents (the agents of a module must agree), else from
@@ -67,6 +75,8 @@ class MultiAgentAlgorithm:
         self.envs: list[Any] = []
         self._untrained = MultiRLModule({})
         self._started_ray = False
+        #: The writer of ``output``, which evaluation episodes are recorded to (if set).
+        self.writer: EpisodeWriter | None = None
         try:
             self._build()
         except BaseException:
@@ -98,6 +108,10 @@ class MultiAgentAlgorithm:
                               "to them, or leave them out of policies_to_train")
         spaces = module_spaces(multi_agent.policies, self.mapping, self.envs[:1],
                                (environment.observation_space, environment.action_space))
+        if sections.offline_data.output:
+            recording = self.config.recorder_config()
+            check_output(recording, input_=sections.offline_data.input_)
+            self.writer = runner_writer(recording, 0, new_run_id(), overwrite=False)
         self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
         for module_id in multi_agent.trained_modules:
             sub_config = module_config(self.config, module_id, self.mapping, spaces[module_id])
@@ -151,23 +165,52 @@ class MultiAgentAlgorithm:
         interval = self.config.sections.evaluation.evaluation_interval
         if interval and self.iteration % interval == 0:
             result[EVALUATION_RESULTS] = self.evaluate()
+        held_out = {module_id: result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]
+                    for module_id, result in results.items()
+                    if OFFLINE_EVAL_RESULTS in result.get(EVALUATION_RESULTS, {})}
+        if held_out:  # each module's at offline_evaluation_interval
+            result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
+                module_held_out_losses(held_out))
         return result
+
+    @surface_errors
+    def evaluate_offline(self) -> dict[str, Any]:
+        """Each trained module's loss metrics on its agents' rows of ``offline_eval_input_``
+        (no step is taken): ``{module_id: {...}, "num_env_steps": {module_id: rows}}``."""
+        return module_held_out_losses({module_id: algorithm.evaluate_offline()
+                                       for module_id, algorithm in self.algorithms.items()})
 
     @surface_errors
     def evaluate(self) -> dict[str, Any]:
         """Plays ``evaluation_duration`` episodes in the multi-agent env, every module acting
-        greedily for its agents; returns ``{"env_runners": statistics}``."""
-        if not self.envs:
-            raise ConfigError("evaluating plays the modules in the multi-agent env: set "
-                              "config.environment(env=...) to a creator of one")
-        started = time.perf_counter()
-        modules = {module_id: self.get_module(module_id)
-                   for module_id in self.config.sections.multi_agent.policies}
-        statistics = play_modules(self.envs, modules, self.mapping,
-                                  self.config.sections.evaluation.evaluation_duration,
-                                  seed=self.config.sections.debugging.seed)
-        return {ENV_RUNNER_RESULTS: statistics,
-                "evaluation_time_s": time.perf_counter() - started}
+        greedily for its agents: ``{"env_runners": statistics}``. With
+        ``offline_data(output=...)`` the modules sample their actions instead, and the
+        episodes are recorded to ``output`` (one ``run-...`` folder per call; see
+        ``EpisodeWriter``), with each action's ``action_logp`` and ``action_dist_inputs``.
+        With ``off_policy_estimation_methods``, ``["off_policy_estimation"][module_id]`` holds
+        each trained module's estimates on its agents' held-out data."""
+        estimators = {module_id: algorithm.off_policy_evaluation
+                      for module_id, algorithm in self.algorithms.items()
+                      if algorithm.off_policy_evaluation is not None}
+        if not self.envs and not estimators:
+            raise ConfigError("evaluating plays the modules in the multi-agent env, or runs "
+                              "off-policy estimators: set config.environment(env=...) to a "
+                              "creator of one, or off_policy_estimation_methods")
+        result: dict[str, Any] = {}
+        if self.envs:
+            started = time.perf_counter()
+            modules = {module_id: self.get_module(module_id)
+                       for module_id in self.config.sections.multi_agent.policies}
+            evaluation = self.config.sections.evaluation
+            result = {ENV_RUNNER_RESULTS: play_modules(
+                          self.envs, modules, self.mapping, evaluation.evaluation_duration,
+                          seed=self.config.sections.debugging.seed, writer=self.writer),
+                      "evaluation_time_s": time.perf_counter() - started}
+        if estimators:
+            result[OFF_POLICY_ESTIMATION] = {
+                module_id: estimator.estimate(self.algorithms[module_id].module)
+                for module_id, estimator in estimators.items()}
+        return result
 
     def save_to_path(self, path: str | Path) -> str:
         """Writes a checkpoint folder: the config (``policy_mapping_fn`` as the mapping of the
@@ -211,6 +254,14 @@ class MultiAgentAlgorithm:
         self.stop()
 
 
+def module_held_out_losses(per_module: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each module's ``evaluate_offline()`` (``{"default_policy": losses, "num_env_steps":
+    rows}``) as one result: ``{module_id: losses, "num_env_steps": {module_id: rows}}``."""
+    return {**{module_id: losses[DEFAULT_MODULE_ID] for module_id, losses in per_module.items()},
+            "num_env_steps": {module_id: losses["num_env_steps"]
+                              for module_id, losses in per_module.items()}}
+
+
 def agent_mapping(multi_agent: Any, agents: list[Any]) -> dict[Any, str]:
     """Each of ``agents``' module (``policy_mapping_fn``); raises ``ConfigError`` naming an
     agent mapped to no module of ``policies``, or one a dict mapping leaves out."""
@@ -252,13 +303,15 @@ def module_spaces(modules: list[str], mapping: dict[Any, str], envs: list[Any],
 def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, str],
                   spaces: Spaces) -> AlgorithmConfig:
     """The config of one module's algorithm: ``config`` training ``module_id`` alone on its
-    agents' rows (``policy_mapping_fn`` the resolved ``mapping``), with its ``spaces`` and
-    no env (the multi-agent algorithm evaluates). Streamed pipelines (MARWIL's) run side by
-    side, each with its share of the CPUs (``side_by_side_options``)."""
+    agents' rows (``policy_mapping_fn`` the resolved ``mapping``), with its ``spaces``, no
+    env and no ``output`` (the multi-agent algorithm evaluates and records). Streamed
+    pipelines (MARWIL's) run side by side, each with its share of the CPUs
+    (``side_by_side_options``)."""
     sub_config = (config.copy()
                   .environment(env=None, env_config={}, observation_space=spaces[0],
                                action_space=spaces[1])
                   .evaluation(evaluation_interval=None)
+                  .offline_data(output=None)
                   .multi_agent(policy_mapping_fn=dict(mapping), policies_to_train=[module_id]))
     offline_data = config.sections.offline_data
     count = len(config.sections.multi_agent.trained_modules)
@@ -269,13 +322,20 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
 
 
 def play_modules(envs: list[Any], modules: dict[str, Any], mapping: dict[Any, str],
-                 episodes: int, *, seed: int | None) -> dict[str, Any]:
+                 episodes: int, *, seed: int | None,
+                 writer: EpisodeWriter | None = None) -> dict[str, Any]:
     """RLlib's evaluation statistics (``multi_agent_episode_statistics``) of ``episodes``
     episodes in the multi-agent ``envs``, every module of ``modules`` acting greedily for the
-    agents ``mapping`` maps to it; episode ``i`` is reset with ``seed + i``."""
-    policies = {module_id: greedy_policy(module) for module_id, module in modules.items()}
-    return multi_agent_episode_statistics(
-        multi_agent_rollout(envs, policies, mapping, episodes, seed=seed))
+    agents ``mapping`` maps to it (with ``writer``: sampling its actions, each episode written
+    and flushed); episode ``i`` is reset with ``seed + i``."""
+    as_policy = greedy_policy if writer is None else as_batch_policy
+    played = list(multi_agent_rollout(
+        envs, {module_id: as_policy(module) for module_id, module in modules.items()},
+        mapping, episodes, seed=seed))
+    if writer is not None:
+        writer.add(played)
+        writer.flush()
+    return multi_agent_episode_statistics(played)
 
 
 def greedy_policy(module: Any) -> Any:

@@ -128,12 +128,17 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
     unsupported = {
         "input_": is_mixed(offline_data.input_),
         "offline_data_class": offline_data.offline_data_class is not None,
-        "output": bool(offline_data.output),
         "evaluation_num_env_runners": bool(evaluation.evaluation_num_env_runners),
-        "off_policy_estimation_methods": bool(evaluation.off_policy_estimation_methods),
-        "offline_eval_input_": evaluation.offline_eval_input_ is not None,
     }
-    return [
+    problems = []
+    if callable(offline_data.output):
+        problems.append(("output", "a custom writer's creator: a multi-agent config records "
+                         "its evaluation episodes with offline-rl's writer; give a folder or URI"))
+    if offline_data.output and offline_data.output_write_sample_batches:
+        problems.append(("output_write_sample_batches", "a multi-agent config records "
+                         "MultiAgentEpisodes or their agents' rows, not SampleBatch lines: "
+                         "leave it False"))
+    return problems + [
         (name, "multi-agent configs do not take it yet (each module trains on its agents' rows "
                "of one input, and evaluation runs in this process): leave it unset")
         for name, is_set in unsupported.items() if is_set]
