@@ -19,11 +19,19 @@ CPU_RELEASE_TIMEOUT_S = 30
 
 @pytest.fixture(scope="session")
 def ray_session():
-    """A real local Ray instance, shared by every test that needs one."""
+    """A real local Ray instance, shared by every test that needs one. Ray's notices of dead
+    workers (``(raylet) A worker died ...``, printed by a driver thread whenever they arrive)
+    go to stderr: on stdout, one arriving late from an earlier test would land in the output a
+    docstring example or a command's JSON line is compared with."""
     import ray
+    import ray._private.worker as ray_worker
 
-    ray.init(**RAY_OPTIONS)
-    yield
+    ray.init(**RAY_OPTIONS)  # the workers' own output keeps Ray's handler
+    print_notice = ray_worker.print_to_stdstream
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ray_worker, "print_to_stdstream", lambda data, ignore_prefix: print_notice(
+            {**data, "is_err": True}, ignore_prefix))
+        yield
     ray.shutdown()
 
 

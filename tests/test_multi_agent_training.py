@@ -130,6 +130,30 @@ def test_each_module_learns_from_its_own_agents_rows_and_resumes_exactly(ray_ses
         np.zeros((1, 4), np.float32)), greedy["left"])
 
 
+def test_every_module_trains_with_two_learners_and_checkpoints_them(ray_session, flipped,
+                                                                    tmp_path):
+    """Each module's pipeline is split between its own two learner actors; a checkpoint
+    restores each module's weights, and training goes on from it."""
+    two_learners = config(flipped, policies=["left", "right"],
+                          policy_mapping_fn={"agent_0": "left", "agent_1": "right"}).learners(
+        num_learners=2).offline_data(dataset_num_iters_per_learner=5)
+    observations = np.linspace(-0.2, 0.2, 32, dtype=np.float32).reshape(8, 4)
+    with two_learners.build() as algo:
+        first = algo.train()
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+        greedy = {module: algo.get_module(module).compute_actions(observations)
+                  for module in ("left", "right")}
+    assert first["learners"]["__all_modules__"]["num_module_steps_trained"] == {
+        "left": 2 * 5 * 512, "right": 2 * 5 * 512}
+    assert [len(first["data"][module]["per_learner"]) for module in ("left", "right")] == [2, 2]
+    with Algorithm.from_checkpoint(checkpoint) as restored:
+        for module, actions in greedy.items():
+            np.testing.assert_array_equal(
+                restored.get_module(module).compute_actions(observations), actions)
+        losses = module_losses(restored.train())
+    assert all(np.isfinite(losses[module]["total_loss"]) for module in ("left", "right"))
+
+
 @pytest.fixture(scope="module")
 def expert(tmp_path_factory) -> Path:
     """``offline-rl datasets make MultiAgentCartPole expert``: 20 episodes of two agents each
@@ -345,13 +369,13 @@ def test_single_agent_episodes_in_multi_agent_input_are_named(ray_session, tmp_p
 
 
 class TwoCartPoles(ParallelEnv):
-    """Two CartPoles as a PettingZoo parallel env: each agent balances its own pole and leaves
-    the episode when it falls."""
+    """Two CartPoles as a PettingZoo parallel env, whose agents are ``0`` and ``1``: each
+    balances its own pole and leaves the episode when it falls."""
 
     metadata: ClassVar[dict] = {"name": "two_cartpoles_v0"}
 
     def __init__(self, env_config: dict | None = None):
-        self.possible_agents = ["cart_a", "cart_b"]
+        self.possible_agents = [0, 1]
         self.carts = {agent: gym.make("CartPole-v1") for agent in self.possible_agents}
         self.agents: list[str] = []
 
@@ -379,19 +403,21 @@ def test_episodes_recorded_in_a_pettingzoo_env_train_modules_that_play_it(ray_se
                                                                        write_episodes):
     """Recording round trip: the CartPole expert plays both agents of a PettingZoo env, the
     writer writes the multi-agent episodes (whole, or as rows naming their agents), and a
-    module per agent trained on them balances its pole when played in that env."""
+    module per agent trained on them balances its pole when played in that env. The data
+    names the agents ``"0"`` and ``"1"``; the mapping function gets the env's ints."""
     expert = behaviour_policy("CartPole-v1", "expert", seed=0)
     env = make_multi_agent_env(TwoCartPoles)
     writer = EpisodeWriter(str(tmp_path / "recorded"), env_name="two_cartpoles",
                            write_episodes=write_episodes)
     for episode in multi_agent_rollout(
             [env], {"expert": lambda obs: (np.array([expert(row)[0] for row in obs]), {})},
-            {"cart_a": "expert", "cart_b": "expert"}, 10, seed=0):
+            {0: "expert", 1: "expert"}, 10, seed=0):
         writer.add([episode])
     writer.flush()
     env.close()
     modules = (config(tmp_path / "recorded", policies=["a", "b"],
-                      policy_mapping_fn={"cart_a": "a", "cart_b": "b"})
+                      policy_mapping_fn=lambda agent_id, episode, **kwargs:
+                      "a" if agent_id == 0 else "b")
                .environment(env=TwoCartPoles)
                .offline_data(input_read_episodes=write_episodes))
     with modules.build() as algo:

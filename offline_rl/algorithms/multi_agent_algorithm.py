@@ -98,6 +98,10 @@ class MultiAgentAlgorithm:
         # MultiAgentBatch lines name modules (policies), not agents; rows name their agents.
         policy_batches = sections.offline_data.input_read_sample_batches
         data_agents = [] if policy_batches else input_agents(DataConfig(sections.offline_data))
+        # The data names agents as text; the env's own ids (ints, say) are what a mapping
+        # function is written for.
+        env_ids = {str(agent): agent for agent in env_agents}
+        data_agents = [env_ids.get(agent, agent) for agent in data_agents]
         self.mapping = agent_mapping(multi_agent, [*env_agents, *data_agents])
         idle = [module for module in multi_agent.trained_modules
                 if not any(self.mapping[agent] == module for agent in data_agents)]
