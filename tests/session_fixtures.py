@@ -4,6 +4,7 @@ instance and a small recorded CartPole dataset, which examples know as ``cartpol
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -21,16 +22,16 @@ CPU_RELEASE_TIMEOUT_S = 30
 def ray_session():
     """A real local Ray instance, shared by every test that needs one. Ray's notices of dead
     workers (``(raylet) A worker died ...``, printed by a driver thread whenever they arrive)
-    go to stderr: on stdout, one arriving late from an earlier test would land in the output a
-    docstring example or a command's JSON line is compared with."""
+    go to the process's own stderr (pytest still shows them with a failing test's output):
+    printed to ``sys.stdout``, one arriving late from an earlier test would land in the output
+    a docstring example, or a command's last line, is compared with."""
     import ray
     import ray._private.worker as ray_worker
 
     ray.init(**RAY_OPTIONS)  # the workers' own output keeps Ray's handler
-    print_notice = ray_worker.print_to_stdstream
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ray_worker, "print_to_stdstream", lambda data, ignore_prefix: print_notice(
-            {**data, "is_err": True}, ignore_prefix))
+        patch.setattr(ray_worker, "print_to_stdstream", lambda data, ignore_prefix:
+                      ray_worker.print_worker_logs(data, sys.__stderr__, ignore_prefix))
         yield
     ray.shutdown()
 
