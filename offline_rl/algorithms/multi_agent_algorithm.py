@@ -162,16 +162,17 @@ class MultiAgentAlgorithm:
                         for module_id, learner in learners.items()},
                 },
             },
-            "data": {module_id: result["data"] for module_id, result in results.items()},
+            "data": {module_id: module_result["data"]
+                     for module_id, module_result in results.items()},
             "time_this_iter_s": elapsed,
             "time_total_s": self._train_time_s,
         }
         interval = self.config.sections.evaluation.evaluation_interval
         if interval and self.iteration % interval == 0:
             result[EVALUATION_RESULTS] = self.evaluate()
-        held_out = {module_id: result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]
-                    for module_id, result in results.items()
-                    if OFFLINE_EVAL_RESULTS in result.get(EVALUATION_RESULTS, {})}
+        held_out = {module_id: module_result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]
+                    for module_id, module_result in results.items()
+                    if OFFLINE_EVAL_RESULTS in module_result.get(EVALUATION_RESULTS, {})}
         if held_out:  # each module's at offline_evaluation_interval
             result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
                 module_held_out_losses(held_out))
