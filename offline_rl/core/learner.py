@@ -21,6 +21,7 @@ from offline_rl.core.state_file import load_state_file
 from offline_rl.core.tensor_memory import keep_freed_tensor_memory
 from offline_rl.errors import ConfigError, ResourceError, TrainingError
 from offline_rl.formats.shapes import row_shape
+from offline_rl.models.optimizers import adam
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.settings.learning_rates import LearningRate, is_schedule
@@ -118,8 +119,7 @@ class Learner:
             torch.manual_seed(config.debugging.seed)
         self.module = module_spec.build().to(self.device)
         self.optimizer_specs = self.configure_optimizers()
-        self.optimizers = {name: torch.optim.Adam(spec.parameters,
-                                                  lr=learning_rate_at(spec.lr, 0))
+        self.optimizers = {name: adam(spec.parameters, lr=learning_rate_at(spec.lr, 0))
                            for name, spec in self.optimizer_specs.items()}
         self._to_tensor = NumpyToTensor(device=self.device)
         #: The optimizers whose losses ``compute_losses`` is computing now (all of them, but

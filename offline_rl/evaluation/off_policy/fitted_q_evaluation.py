@@ -17,6 +17,7 @@ from offline_rl.evaluation.off_policy.logged_episodes import LoggedEpisode
 from offline_rl.evaluation.off_policy.target_policy import TargetPolicy
 from offline_rl.import_path import resolve_class
 from offline_rl.models.model_config import ACTIVATIONS
+from offline_rl.models.optimizers import adam
 from offline_rl.models.target_networks import polyak
 from offline_rl.models.torch_rl_module import mlp
 
@@ -99,7 +100,7 @@ class FQETorchModel:
             self.target_q = mlp(sizes, config.fcnet_activation, activate_last=False)
         self.q.to(policy.device)
         self.target_q.to(policy.device).load_state_dict(self.q.state_dict())
-        self.optimizer = torch.optim.Adam(self.q.parameters(), lr=config.lr)
+        self.optimizer = adam(self.q.parameters(), lr=config.lr)
         self.trained = False
 
     def _tensor(self, values: np.ndarray) -> torch.Tensor:
