@@ -48,14 +48,17 @@ class DataLedger:
         self._sources: dict[str, str] = {}
         self._open: set[str] = set()
         self._ended: set[str] = set()
-        self._actors: list[ray.actor.ActorHandle] = []
+        self._actors: list[bytes] = []
 
-    def register(self, actor: ray.actor.ActorHandle) -> None:
-        """Records a PreLearner actor of the pipeline."""
-        self._actors.append(actor)
+    def register(self, pickled_actor: bytes) -> None:
+        """Records a PreLearner actor of the pipeline, as its pickled handle: the ledger never
+        unpickles it (unpickling a handle imports its class, Ray Data's, so all of Ray Data:
+        about a second that every pipeline's start would wait for), the driver does."""
+        self._actors.append(pickled_actor)
 
-    def actors(self) -> list[ray.actor.ActorHandle]:
-        """The PreLearner actors registered so far."""
+    def actors(self) -> list[bytes]:
+        """The pickled handles of the PreLearner actors registered so far
+        (``registered_actors`` unpickles them)."""
         return list(self._actors)
 
     def add(self, counts: Mapping[str, int]) -> None:
@@ -126,7 +129,8 @@ class LedgerClient:
         if self.ledger is None or ray.get_runtime_context().get_actor_id() is None:
             return
         try:
-            ray.get(self.ledger.register.remote(ray.get_runtime_context().current_actor))
+            ray.get(self.ledger.register.remote(
+                ray.cloudpickle.dumps(ray.get_runtime_context().current_actor)))
         except ray.exceptions.RayActorError:
             ray.actor.exit_actor()
 
@@ -147,3 +151,8 @@ class LedgerClient:
         if self.ledger is None or not episode_ids:
             return [False] * len(episode_ids)
         return ray.get(self.ledger.claim.remote(episode_ids, sources))
+
+
+def registered_actors(ledger: ray.actor.ActorHandle) -> list[ray.actor.ActorHandle]:
+    """The handles of the PreLearner actors registered with ``ledger`` so far."""
+    return [ray.cloudpickle.loads(pickled) for pickled in ray.get(ledger.actors.remote())]

@@ -18,7 +18,7 @@ from ray.data.dataset import MaterializedDataset
 from offline_rl.data.actors import kill_actors, kill_split_coordinators, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
-from offline_rl.data.data_ledger import DataLedger
+from offline_rl.data.data_ledger import DataLedger, registered_actors
 from offline_rl.data.episode_admission import PATH_COLUMN
 from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import check_input, first_rows, read_input
@@ -401,7 +401,7 @@ class OfflineData:
             self.stream = None
         if self._ledger is not None:
             self._counts = ray.get(self._ledger.totals.remote())
-            prelearners = ray.get(self._ledger.actors.remote())
+            prelearners = registered_actors(self._ledger)
             free_before = available_cpus()
             for actor in prelearners:  # Ray Data's actors: killed, never waited on
                 ray.kill(actor, no_restart=True)
