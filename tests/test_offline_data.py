@@ -14,6 +14,7 @@ import ray
 
 from offline_rl import OfflineData
 from offline_rl.data.batch_stream import RAY_DATA_ITERATION_THREAD
+from offline_rl.data.data_ledger import registered_actors
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
@@ -55,11 +56,13 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
     try:
         assert data.repeats_epochs
         data.sample()
-        prelearners = ray.get(data._ledger.actors.remote())
+        prelearners = registered_actors(data._ledger)
+        assert prelearners and all(isinstance(actor, ray.actor.ActorHandle)
+                                   for actor in prelearners)
         while data.stats.epochs_completed < 3:
             data.sample()
         assert data.stats.epoch_rows == [20_000] * 3
-        assert ray.get(data._ledger.actors.remote()) == prelearners  # no new pool per epoch
+        assert registered_actors(data._ledger) == prelearners  # no new pool per epoch
         assert "MapBatches(EpochsPreLearner)" in data.pipeline_stats()["operators"]
         data.sample(3000)  # mid-epoch: 3000 rows into the fourth epoch's 20k
         position = data.stream_position()
