@@ -154,5 +154,13 @@ class LedgerClient:
 
 
 def registered_actors(ledger: ray.actor.ActorHandle) -> list[ray.actor.ActorHandle]:
-    """The handles of the PreLearner actors registered with ``ledger`` so far."""
+    """The handles of the PreLearner actors registered with ``ledger`` so far.
+
+    Examples:
+        >>> ledger = DataLedger.remote()
+        >>> ray.get(ledger.register.remote(ray.cloudpickle.dumps(ledger)))
+        >>> registered_actors(ledger) == [ledger]
+        True
+        >>> ray.kill(ledger)
+    """
     return [ray.cloudpickle.loads(pickled) for pickled in ray.get(ledger.actors.remote())]
