@@ -154,7 +154,10 @@ class LedgerClient:
 
 
 def registered_actors(ledger: ray.actor.ActorHandle) -> list[ray.actor.ActorHandle]:
-    """The handles of the PreLearner actors registered with ``ledger`` so far.
+    """The handles of the PreLearner actors registered with ``ledger`` so far. The bytes
+    unpickled are only ever those ``LedgerClient.register`` pickled in an actor of this
+    pipeline, passed on by Ray (which pickles every actor call's arguments alike): nothing
+    read from a file, a config or a checkpoint reaches them.
 
     Examples:
         >>> ledger = DataLedger.remote()
