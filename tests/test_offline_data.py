@@ -14,7 +14,7 @@ import ray
 
 from offline_rl import OfflineData
 from offline_rl.data.batch_stream import RAY_DATA_ITERATION_THREAD
-from offline_rl.data.data_ledger import registered_actors
+from offline_rl.data.data_ledger import DataLedger, LedgerClient, registered_actors
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
@@ -72,6 +72,39 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
         assert data.stats.epochs_completed == 4
     finally:
         data.stop()
+
+
+@ray.remote(num_cpus=0)
+class NoteRecorder:
+    """A ledger stand-in that records the episode notes it receives."""
+
+    def __init__(self):
+        self.notes = []
+
+    def note_episodes(self, open_ids, ended_ids):
+        self.notes.append((open_ids, ended_ids))
+
+    def received(self):
+        return self.notes
+
+
+def test_a_prelearner_notes_each_episode_once_and_the_totals_are_those_of_every_note(
+        ray_session):
+    """A part mapped again in a later epoch notes the same episodes: its PreLearner's client
+    sends only what it has not noted (no actor call per part after the first epoch), and the
+    ledger counts the same unfinished episodes as when it is sent every note."""
+    notes = [(["a"], ["z"]), (["b"], ["a"])] * 2 + [(["a", "c"], [])]  # two epochs, then more
+    recorder, direct, through = NoteRecorder.remote(), DataLedger.remote(), DataLedger.remote()
+    recording, client = LedgerClient(recorder), LedgerClient(through)
+    for open_ids, ended_ids in notes:
+        recording.note_episodes(open_ids, ended_ids)
+        client.note_episodes(open_ids, ended_ids)
+        ray.get(direct.note_episodes.remote(open_ids, ended_ids))
+    assert ray.get(recorder.received.remote()) == [(["a"], ["z"]), (["b"], ["a"]), (["c"], [])]
+    totals = ray.get([through.totals.remote(), direct.totals.remote()])
+    assert totals == [{"unfinished_episodes": 2}] * 2  # b and c: a and z ended
+    for actor in (recorder, direct, through):
+        ray.kill(actor)
 
 
 def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):

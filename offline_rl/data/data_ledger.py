@@ -120,6 +120,11 @@ class LedgerClient:
 
     def __init__(self, ledger: ray.actor.ActorHandle | None) -> None:
         self.ledger = ledger
+        #: The episode ids this client has noted open, and ended: the ledger's record of
+        #: them only grows, so noting one again changes nothing and is not sent (a part
+        #: mapped again in a later epoch sends nothing).
+        self._noted_open: set[str] = set()
+        self._noted_ended: set[str] = set()
 
     def register(self) -> None:
         """Registers the calling actor with the ledger, so ``OfflineData.stop()`` can kill it;
@@ -141,9 +146,17 @@ class LedgerClient:
             ray.get(self.ledger.add.remote(counts))
 
     def note_episodes(self, open_ids: Sequence[str], ended_ids: Sequence[str]) -> None:
-        """Notes episodes read without their end and ends read (``DataLedger.note_episodes``)."""
-        if (open_ids or ended_ids) and self.ledger is not None:
+        """Notes episodes read without their end and ends read (``DataLedger.note_episodes``),
+        those this client has not noted so already."""
+        if self.ledger is None:
+            return
+        ended_ids = [id_ for id_ in ended_ids if id_ not in self._noted_ended]
+        open_ids = [id_ for id_ in open_ids
+                    if id_ not in self._noted_open and id_ not in self._noted_ended]
+        if open_ids or ended_ids:
             ray.get(self.ledger.note_episodes.remote(open_ids, ended_ids))
+            self._noted_open.update(open_ids)
+            self._noted_ended.update(ended_ids)
 
     def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
         """For each episode, whether another source already holds it, as the ledger has seen
