@@ -147,7 +147,7 @@ class LedgerClient:
 
     def note_episodes(self, open_ids: Sequence[str], ended_ids: Sequence[str]) -> None:
         """Notes episodes read without their end and ends read (``DataLedger.note_episodes``),
-        those this client has not noted so already."""
+        sending only those this client has not noted before."""
         if self.ledger is None:
             return
         ended_ids = [id_ for id_ in ended_ids if id_ not in self._noted_ended]
