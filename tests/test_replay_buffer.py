@@ -66,6 +66,22 @@ def test_chunks_of_an_ongoing_episode_are_joined():
         buffer.add(episode("a", 2, first_obs=9, t_started=9))
 
 
+def test_transitions_are_built_once_per_add_and_follow_it():
+    # An online buffer is drawn from hundreds of times between two adds: one build serves them.
+    buffer = EpisodeReplayBuffer(capacity=10)
+    buffer.add([episode("a", 3, terminated=False).to_numpy(), episode("b", 4).to_numpy()])
+    first = buffer.transitions()
+    assert buffer.transitions() is first
+    assert first.columns["obs"].tolist() == [0, 1, 2, 0, 1, 2, 3]
+    buffer.add(episode("a", 2, first_obs=3, t_started=3).to_numpy())  # continues "a"
+    assert buffer.transitions().columns["obs"].tolist() == [0, 1, 2, 3, 4, 0, 1, 2, 3]
+    buffer.add(episode("c", 4, first_obs=10).to_numpy())  # evicts "a"
+    columns = buffer.transitions().columns
+    assert columns["obs"].tolist() == [0, 1, 2, 3, 10, 11, 12, 13]
+    assert columns["terminateds"].tolist() == [False, False, False, True] * 2
+    assert first.columns["obs"].tolist() == [0, 1, 2, 0, 1, 2, 3]  # a build taken stays as it was
+
+
 def test_sampled_slices_keep_lookback_and_data():
     buffer = EpisodeReplayBuffer(seed=3)
     buffer.add(episode("a", 20))

@@ -10,7 +10,6 @@ from offline_rl.data.data_config import DataConfig
 from offline_rl.data.learner_stages import LearnerStages
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.replay_buffer import EpisodeBuffer, EpisodeReplayBuffer
-from offline_rl.episodes.transitions import Transitions
 
 #: Default PreLearner buffer capacity, in train batches.
 BUFFER_CAPACITY_BATCHES = 10
@@ -21,8 +20,8 @@ class EpisodeSampler:
     ``prelearner_buffer_kwargs``) and samples about one train batch of exactly
     ``train_batch_size_per_learner`` timesteps (``n_step`` transitions) per that many
     timesteps added, through ``stages``. With the default buffer and a ``columnar`` episode
-    stage, the sampled timesteps become train columns directly (``Transitions``), else the
-    buffer's ``sample`` gives the episodes the episode stage maps.
+    stage, the sampled timesteps become train columns directly (the buffer's
+    ``transitions()``), else the buffer's ``sample`` gives the episodes the episode stage maps.
 
     Examples:
         >>> import gymnasium as gym
@@ -85,7 +84,7 @@ class EpisodeSampler:
         their transitions."""
         if not count:
             return []
-        transitions = Transitions(self.buffer.episodes)
+        transitions = self.buffer.transitions()
         return [self.stages.from_columns(transitions.take(
             self.buffer.sample_timesteps(num_rows), self.n_step, self.gamma))
             for _ in range(count)]

@@ -9,6 +9,7 @@ import numpy as np
 
 from offline_rl.columns import Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.episodes.transitions import Transitions
 
 
 @runtime_checkable
@@ -43,7 +44,8 @@ class EpisodeReplayBuffer:
 
     When full, whole episodes are evicted oldest first (the newest is always kept). A chunk whose
     ``id_`` is already stored continues that episode (``concat_episode``). ``sample`` returns
-    episodes (slices) holding exactly ``num_items`` timesteps in total.
+    episodes (slices) holding exactly ``num_items`` timesteps in total; ``transitions()`` the
+    stored (finalized) episodes as flat columns, which ``sample_timesteps`` indexes.
 
     Examples:
         >>> from offline_rl import SingleAgentEpisode
@@ -65,6 +67,7 @@ class EpisodeReplayBuffer:
         self._ends = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=np.int64)
         self._rng = np.random.default_rng(seed)
+        self._transitions: Transitions | None = None
 
     def add(self, episodes: SingleAgentEpisode | Iterable[SingleAgentEpisode]) -> None:
         """Stores the episodes (or continues stored ones), then evicts down to capacity."""
@@ -91,6 +94,7 @@ class EpisodeReplayBuffer:
         lengths = np.array([len(episode) for episode in self._episodes], dtype=np.int64)
         self._ends = np.cumsum(lengths)
         self._starts = self._ends - lengths
+        self._transitions = None
 
     def sample(
         self,
@@ -134,6 +138,15 @@ class EpisodeReplayBuffer:
         if not self._num_timesteps:
             raise ValueError("cannot sample from an empty EpisodeReplayBuffer")
         return self._rng.integers(0, self._num_timesteps, size=num_items)
+
+    def transitions(self) -> Transitions:
+        """The stored episodes' one-step transitions as flat columns, numbered as
+        ``sample_timesteps`` draws them (the episodes must be finalized). Built once after each
+        ``add`` and kept (a flat copy of the stored columns), so that the many batches drawn
+        between two ``add`` calls (an online replay buffer's) do not each rebuild it."""
+        if self._transitions is None:
+            self._transitions = Transitions(tuple(self._episodes))
+        return self._transitions
 
     @property
     def episodes(self) -> tuple[SingleAgentEpisode, ...]:
