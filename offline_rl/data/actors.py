@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import ray
-import ray.data
 
 from offline_rl.placement import available_cpus, usable_resources
+
+if TYPE_CHECKING:
+    import ray.data
 
 #: Seconds ``kill_actors`` and ``wait_for_cpus`` wait at most.
 STOP_WAIT_S = 30.0

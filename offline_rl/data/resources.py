@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ray.data import ActorPoolStrategy
-
 from offline_rl.errors import ConfigError, ResourceError, warn_at_caller
 from offline_rl.placement import usable_resources
 
@@ -93,6 +91,10 @@ def prelearner_pool_kwargs(requested: Mapping[str, Any], cluster_resources: Mapp
             "(evaluation's, the sampler's) CPUs (num_cpus_per_learner, num_cpus_per_env_runner: "
             "0 shares the CPUs), or add CPUs."
         )
+    # Imported here: env runner actors import this module (for its CPU sizing), and Ray Data,
+    # which imports pandas, would cost each new runner process 0.45 s.
+    from ray.data import ActorPoolStrategy
+
     kwargs["compute"] = ActorPoolStrategy(min_size=minimum, max_size=maximum)
     return kwargs
 
