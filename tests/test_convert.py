@@ -112,6 +112,7 @@ def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_unfinished_episode_is_kept_as_a_chunk_by_default_or_refused_naming_it(ray_session,
                                                                                tmp_path):
     summary = tabular_to_episodes(str(TABULAR), str(tmp_path / "kept"))

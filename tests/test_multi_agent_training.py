@@ -85,6 +85,7 @@ def module_losses(result: dict) -> dict[str, dict[str, float]]:
             for module, learner in result["learners"].items() if module != "__all_modules__"}
 
 
+@pytest.mark.slow
 def test_each_module_learns_from_its_own_agents_rows_and_resumes_exactly(ray_session, flipped,
                                                                          tmp_path):
     """A checkpoint holds every module's weights, optimizer and stream position: restored
@@ -130,6 +131,7 @@ def test_each_module_learns_from_its_own_agents_rows_and_resumes_exactly(ray_ses
         np.zeros((1, 4), np.float32)), greedy["left"])
 
 
+@pytest.mark.slow
 def test_every_module_trains_with_two_learners_and_checkpoints_them(ray_session, flipped,
                                                                     tmp_path):
     """Each module's pipeline is split between its own two learner actors; a checkpoint
@@ -231,6 +233,7 @@ def expert_episodes(tmp_path_factory) -> Path:
     return data
 
 
+@pytest.mark.slow
 def test_multi_agent_episodes_train_each_module_on_its_agents_episodes(ray_session, expert,
                                                                        expert_episodes):
     """Each module's PreLearners keep the episodes of its agents out of each multi-agent
@@ -289,6 +292,7 @@ def test_data_in_other_spaces_than_the_modules_is_named(ray_session, expert, exp
             algo.train()
 
 
+@pytest.mark.slow
 def test_evaluation_episodes_are_recorded_to_output_and_read_back(ray_session, flipped,
                                                                   tmp_path):
     recording = config(flipped, policies=["left", "right"],
@@ -323,6 +327,7 @@ def discounted_returns(table: pa.Table, gamma: float = 0.99) -> list[float]:
     return list(returns.values())
 
 
+@pytest.mark.slow
 def test_each_module_is_judged_offline_on_its_agents_held_out_data(ray_session, cartpole_data,
                                                                    tmp_path):
     """agent_0 played the expert, agent_1 at random: each module's off-policy estimate of the
@@ -399,6 +404,7 @@ class TwoCartPoles(ParallelEnv):
 
 
 @pytest.mark.parametrize("write_episodes", [True, False], ids=["episodes", "rows"])
+@pytest.mark.slow
 def test_episodes_recorded_in_a_pettingzoo_env_train_modules_that_play_it(ray_session, tmp_path,
                                                                        write_episodes):
     """Recording round trip: the CartPole expert plays both agents of a PettingZoo env, the
@@ -440,6 +446,7 @@ def pendulum_agents(tmp_path_factory) -> Path:
 @pytest.mark.parametrize(("algorithm", "env"), [
     ("MARWIL", "CartPole-v1"), ("DiscreteCQL", "CartPole-v1"), ("IQL", "Pendulum-v1"),
     ("TD3BC", "Pendulum-v1"), ("CQL", "Pendulum-v1")])
+@pytest.mark.slow
 def test_every_algorithm_trains_a_module_per_agent(ray_session, flipped, pendulum_agents,
                                                    tmp_path, algorithm, env):
     """Independent learners of each algorithm: a module per agent, each with its learner's

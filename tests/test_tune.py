@@ -32,6 +32,7 @@ def test_bc_is_a_tune_trainable_in_either_import_order(first):
     assert finished.returncode == 0, finished.stderr
 
 
+@pytest.mark.slow
 def test_bc_stays_ours_in_a_ray_instance_started_after_shutdown():
     """Tune keeps registrations in the Ray instance; a new one gets ours again (RLlib,
     installed for the interop tests, would otherwise answer to "BC"). In a process of its own:
