@@ -8,7 +8,9 @@ unmeasured (the process's imports, Ray's worker processes). Then, ``--runs`` tim
 - ours: ``build()``, then ``train()`` until the evaluation return (5 episodes every 5
   iterations, one update of batch 1024 each: ``cold_start.py``'s schedule) reaches 450. Phases,
   in seconds since ``build()`` was called: ``build_s``, ``first_batch_s``, ``to_return_450_s``;
-  ``evaluation_s`` is the time the evaluations took in all;
+  ``evaluation_s`` is the time the evaluations took in all; ``machine_cpu_s`` the CPU seconds
+  the whole machine spent from ``build()`` until the algorithm stopped (Ray's worker processes
+  included, from Linux's ``/proc/stat``);
 - ceilings: plain Ray Data in the same Ray instance (``read_parquet`` -> ``map_batches`` on a
   one-actor pool -> first batch), and a bare torch update of the same network times the
   updates our run took.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -40,6 +43,14 @@ from cold_start import (
 )
 
 
+def machine_cpu_s() -> float:
+    """CPU seconds the machine has been busy since it booted, all processes together."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    idle, iowait = ticks[3], ticks[4]
+    return (sum(ticks) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
 def ours(data: Path) -> dict[str, float]:
     """One run: ``build()`` to the target return, its phases in seconds."""
     from offline_rl import BCConfig
@@ -50,7 +61,7 @@ def ours(data: Path) -> dict[str, float]:
               .evaluation(evaluation_interval=EVALUATION_INTERVAL,
                           evaluation_duration=EVALUATION_EPISODES)
               .rl_module(model_config={"fcnet_hiddens": HIDDENS}).debugging(seed=0))
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), machine_cpu_s()
     marks = {"evaluation_s": 0.0}
     with config.build() as algo:
         marks["build_s"] = time.perf_counter() - started
@@ -64,6 +75,7 @@ def ours(data: Path) -> dict[str, float]:
                 marks["to_return_450_s"] = time.perf_counter() - started
                 marks["updates"] = iteration + 1
                 break
+    marks["machine_cpu_s"] = machine_cpu_s() - cpu_before
     return marks
 
 

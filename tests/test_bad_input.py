@@ -275,21 +275,20 @@ def test_episode_flags_must_be_booleans(tmp_path):
 
 
 def test_the_same_episode_read_by_two_actors_is_counted_once(ray_session, tmp_path, bc_config):
-    import ray
+    from offline_rl.data.data_ledger import open_book
 
-    from offline_rl.data.data_ledger import DataLedger
-
-    ledger = DataLedger.remote()
+    book = open_book()
     config = bc_config.training(train_batch_size_per_learner=4).offline_data(
         input_=str(tmp_path), input_read_episodes=True)
     episode = SingleAgentEpisode("same", observations=np.zeros((9, 4), np.float32),
                                  actions=[0] * 8, rewards=[1.0] * 8, terminated=True,
                                  len_lookback_buffer=0)
     item = pack_episode_state(episode.get_state())
-    first, second = (OfflinePreLearner(config, SPACES, ledger=ledger) for _ in range(2))
+    first, second = (OfflinePreLearner(config, SPACES, ledger=book) for _ in range(2))
     assert len(first(pa.table({"item": [item], "path": ["a.parquet"]}))["obs"]) == 8
     assert second(pa.table({"item": [item], "path": ["b.parquet"]})) == {}
-    assert ray.get(ledger.totals.remote()) == {"duplicate_episodes": 1}
+    assert book.totals() == {"duplicate_episodes": 1}
+    book.close()
 
 
 def test_the_first_rows_check_reads_as_the_pipeline_reads(ray_session, tmp_path, bc_config):

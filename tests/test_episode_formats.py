@@ -97,31 +97,27 @@ def test_every_legacy_json_line_becomes_its_episode():
 
 
 def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp_path):
-    import ray
+    from offline_rl.data.data_ledger import open_book
 
-    from offline_rl.data.data_ledger import DataLedger
-
-    counter = DataLedger.remote()
+    book = open_book()
     config = episodes_config(tmp_path)
-    prelearner = OfflinePreLearner(config, SPACES, ledger=counter)
+    prelearner = OfflinePreLearner(config, SPACES, ledger=book)
     episodes = [make_episode(f"e{i}", 40) for i in range(5)]
     batch = prelearner(episodes_table([*episodes, episodes[0]]))
     assert len(batch["obs"]) == 192  # 200 new timesteps -> 3 batches of 64
     again = prelearner(episodes_table(episodes[1:2]))
     assert len(again["obs"]) == 64
-    assert ray.get(counter.totals.remote()) == {"duplicate_episodes": 2}
+    assert book.totals() == {"duplicate_episodes": 2}
     assert set(np.unique(batch["obs"][:, 1])) <= set(range(40))
 
 
 @pytest.mark.parametrize("policy", ["raise", "drop"])
 def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_path, policy):
-    import ray
+    from offline_rl.data.data_ledger import open_book
 
-    from offline_rl.data.data_ledger import DataLedger
-
-    counter = DataLedger.remote()
+    book = open_book()
     prelearner = OfflinePreLearner(episodes_config(tmp_path, input_nonfinite=policy), SPACES,
-                                   ledger=counter)
+                                   ledger=book)
     table = episodes_table([make_episode("good", 70), make_episode("bad", 3, reward=np.nan)])
     if policy == "raise":
         with pytest.raises(DataFormatError, match=r"episode bad: column 'rewards' holds NaN.*"
@@ -129,7 +125,7 @@ def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_pat
             prelearner(table)
         return
     assert len(prelearner(table)["obs"]) == 64
-    assert ray.get(counter.totals.remote()) == {"nonfinite_episodes": 1}
+    assert book.totals() == {"nonfinite_episodes": 1}
 
 
 def test_an_action_outside_the_space_is_named(tmp_path):
@@ -151,15 +147,13 @@ def test_an_episode_recorded_with_another_space_is_named(tmp_path):
 
 def test_an_unfinished_episode_trains_as_a_chunk_and_is_counted(ray_session, tmp_path):
     """RLlib's recordings may end with a chunk that is neither terminated nor truncated."""
-    import ray
+    from offline_rl.data.data_ledger import open_book
 
-    from offline_rl.data.data_ledger import DataLedger
-
-    counter = DataLedger.remote()
-    prelearner = OfflinePreLearner(episodes_config(tmp_path), SPACES, ledger=counter)
+    book = open_book()
+    prelearner = OfflinePreLearner(episodes_config(tmp_path), SPACES, ledger=book)
     batch = prelearner(episodes_table([make_episode("cut", 70, done=False)]))
     assert len(batch["obs"]) == 64 and not batch["terminateds"].any()
-    assert ray.get(counter.totals.remote()) == {"unfinished_episodes": 1}
+    assert book.totals() == {"unfinished_episodes": 1}
 
 
 def test_inconsistent_lengths_and_corrupt_bytes_are_named(tmp_path):

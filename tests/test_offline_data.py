@@ -13,8 +13,9 @@ import pytest
 import ray
 
 from offline_rl import OfflineData
+from offline_rl.data.actors import kill_actors
 from offline_rl.data.batch_stream import RAY_DATA_ITERATION_THREAD
-from offline_rl.data.data_ledger import DataLedger, LedgerClient, registered_actors
+from offline_rl.data.data_ledger import LedgerBook, LedgerClient, open_book
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
@@ -56,13 +57,13 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
     try:
         assert data.repeats_epochs
         data.sample()
-        prelearners = registered_actors(data._ledger)
+        prelearners = data._book.registered_actors()
         assert prelearners and all(isinstance(actor, ray.actor.ActorHandle)
                                    for actor in prelearners)
         while data.stats.epochs_completed < 3:
             data.sample()
         assert data.stats.epoch_rows == [20_000] * 3
-        assert registered_actors(data._ledger) == prelearners  # no new pool per epoch
+        assert data._book.registered_actors() == prelearners  # no new pool per epoch
         assert "MapBatches(EpochsPreLearner)" in data.pipeline_stats()["operators"]
         data.sample(3000)  # mid-epoch: 3000 rows into the fourth epoch's 20k
         position = data.stream_position()
@@ -81,7 +82,7 @@ class NoteRecorder:
     def __init__(self):
         self.notes = []
 
-    def note_episodes(self, open_ids, ended_ids):
+    def note_episodes(self, book, open_ids, ended_ids):
         self.notes.append((open_ids, ended_ids))
 
     def received(self):
@@ -94,17 +95,39 @@ def test_a_prelearner_notes_each_episode_once_and_the_totals_are_those_of_every_
     sends only what it has not noted (no actor call per part after the first epoch), and the
     ledger counts the same unfinished episodes as when it is sent every note."""
     notes = [(["a"], ["z"]), (["b"], ["a"])] * 2 + [(["a", "c"], [])]  # two epochs, then more
-    recorder, direct, through = NoteRecorder.remote(), DataLedger.remote(), DataLedger.remote()
-    recording, client = LedgerClient(recorder), LedgerClient(through)
+    recorder, direct, through = NoteRecorder.remote(), open_book(), open_book()
+    recording = LedgerClient(LedgerBook(recorder, "recorded"))
+    client = LedgerClient(through)
     for open_ids, ended_ids in notes:
         recording.note_episodes(open_ids, ended_ids)
         client.note_episodes(open_ids, ended_ids)
-        ray.get(direct.note_episodes.remote(open_ids, ended_ids))
+        ray.get(direct.ledger.note_episodes.remote(direct.name, open_ids, ended_ids))
     assert ray.get(recorder.received.remote()) == [(["a"], ["z"]), (["b"], ["a"]), (["c"], [])]
-    totals = ray.get([through.totals.remote(), direct.totals.remote()])
+    totals = [through.close()[0], direct.close()[0]]
     assert totals == [{"unfinished_episodes": 2}] * 2  # b and c: a and z ended
-    for actor in (recorder, direct, through):
-        ray.kill(actor)
+    ray.kill(recorder)
+
+
+def test_a_process_keeps_its_pipelines_books_in_one_ledger_started_again_if_it_died(
+        ray_session, bc_config):
+    """Every pipeline a process builds opens a book in the process's one ledger actor (no
+    actor process per pipeline); a stopped pipeline's book is closed, so a PreLearner that
+    registers late is told to exit; a ledger that died is replaced by the next pipeline's."""
+    ledgers = []
+    for _ in range(2):
+        data = OfflineData(bc_config, SPACES).start()
+        data.sample()
+        book = data._book
+        assert len(book.registered_actors()) == 1
+        data.stop()
+        ledgers.append(book.ledger)
+        assert not ray.get(book.ledger.register.remote(book.name, b"late"))
+    assert ledgers[0] == ledgers[1]
+    kill_actors([ledgers[0]])
+    book = open_book()
+    assert book.ledger != ledgers[0]
+    LedgerClient(book).count({"nonfinite_rows": 3})
+    assert book.close() == ({"nonfinite_rows": 3}, [])
 
 
 def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):

@@ -18,7 +18,7 @@ from ray.data.dataset import MaterializedDataset
 from offline_rl.data.actors import kill_actors, kill_split_coordinators, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
 from offline_rl.data.data_config import DataConfig, as_data_config
-from offline_rl.data.data_ledger import DataLedger, registered_actors
+from offline_rl.data.data_ledger import LedgerBook, open_book
 from offline_rl.data.episode_admission import PATH_COLUMN
 from offline_rl.data.input_locator import find_damaged_file, read_failure
 from offline_rl.data.input_reader import check_input, first_rows, read_input
@@ -113,7 +113,7 @@ class OfflineData:
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
         #: learner's one when ``repeats_epochs``.
         self.shards: list[ray.data.DataIterator] = []
-        self._ledger: ray.actor.ActorHandle | None = None
+        self._book: LedgerBook | None = None
         self._counts: dict[str, int] = {}
         self._counts_version = 0
         self._pending_counts: ray.ObjectRef | None = None
@@ -152,7 +152,7 @@ class OfflineData:
     def start(self, *, reserved_cpus: float = 0) -> OfflineData:
         """Sizes the PreLearner pool for the cluster, leaving ``reserved_cpus`` to the run's
         other actors, and starts streaming to this process's learner; returns ``self``."""
-        if self._ledger is None:  # else ``build()`` prepared it (and may have materialized)
+        if self._book is None:  # else ``build()`` prepared it (and may have materialized)
             self._prepare(reserved_cpus)
         self.stream = BatchStream(self._stream_source, self._epochs()).start()
         return self
@@ -228,8 +228,8 @@ class OfflineData:
         self._pool_kwargs = prelearner_pool_kwargs(
             self.config.offline_data.map_batches_kwargs, usable_resources(),
             reserved_cpus=reserved_cpus)
-        self._ledger = DataLedger.remote()
-        self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
+        self._book = open_book()
+        self._pending_counts = self._book.totals_after(self._counts_version)
         if self.needs_module:
             self.module_weights = ModuleWeights.remote()
 
@@ -262,7 +262,7 @@ class OfflineData:
         return self.dataset
 
     def _prelearner_kwargs(self) -> dict[str, Any]:
-        return {"config": self.config, "spaces": self.spaces, "ledger": self._ledger,
+        return {"config": self.config, "spaces": self.spaces, "ledger": self._book,
                 "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
                 **self.config.offline_data.prelearner_kwargs}
 
@@ -366,12 +366,12 @@ class OfflineData:
         (``actions_out_of_bounds``). Never blocks, unless ``wait``: the ledger sends new totals
         as they change (see ``DataLedger``), normally before the batches they concern reach a
         learner, and this returns the latest that have arrived."""
-        if self._ledger is not None and wait:
-            self._counts = ray.get(self._ledger.totals.remote())
-        elif (self._ledger is not None and self._pending_counts is not None
+        if self._book is not None and wait:
+            self._counts = self._book.totals()
+        elif (self._book is not None and self._pending_counts is not None
               and ray.wait([self._pending_counts], timeout=0)[0]):
             self._counts_version, self._counts = ray.get(self._pending_counts)
-            self._pending_counts = self._ledger.totals_after.remote(self._counts_version)
+            self._pending_counts = self._book.totals_after(self._counts_version)
         skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
         return {**self._counts, **skipped}
 
@@ -391,22 +391,22 @@ class OfflineData:
 
     def stop(self) -> None:
         """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
-        (also those Ray Data would still be creating), the ledger, the module weights and the
-        ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``) until the
-        PreLearners' CPUs are free again."""
+        (also those Ray Data would still be creating), its ledger book (closed), the module
+        weights and the ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``)
+        until the PreLearners' CPUs are free again."""
         kill_split_coordinators(self.shards)  # first: the stream may wait on one
         self.shards = []
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-        if self._ledger is not None:
-            self._counts = ray.get(self._ledger.totals.remote())
-            prelearners = registered_actors(self._ledger)
+        if self._book is not None:
+            self._counts, prelearners = self._book.close()
             free_before = available_cpus()
             for actor in prelearners:  # Ray Data's actors: killed, never waited on
                 ray.kill(actor, no_restart=True)
-            kill_actors([self._ledger] + ([self.module_weights] if self.module_weights else []))
+            kill_actors([self.module_weights] if self.module_weights else [])
             held = len(prelearners) * float(self._pool_kwargs.get("num_cpus", 0))
             wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
-            self._ledger = self.module_weights = None
+            self._book = self.module_weights = None
+            self._pending_counts = None
 

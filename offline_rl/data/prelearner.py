@@ -14,7 +14,7 @@ from ray.data.block import BlockAccessor
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.data.call_output import mapper_for, train_columns
 from offline_rl.data.data_config import DataConfig, as_data_config
-from offline_rl.data.data_ledger import LedgerClient
+from offline_rl.data.data_ledger import LedgerBook, LedgerClient
 from offline_rl.data.episode_admission import EpisodeAdmission, decode_episodes
 from offline_rl.data.episode_sampling import EpisodeSampler
 from offline_rl.data.input_locator import RowLocator
@@ -46,7 +46,7 @@ class OfflinePreLearner:
     Every format gets the same value checks (``offline_rl.formats.checks``). Data dropped
     (duplicate episodes, also across actors, empty ones, non-finite values with
     ``input_nonfinite="drop"``) and ``Box`` actions outside the space are counted into
-    ``ledger`` (a ``DataLedger`` actor) and reported by ``Algorithm.train``.
+    ``ledger`` (the pipeline's ``LedgerBook``) and reported by ``Algorithm.train``.
     When a connector piece ``needs_module``, the PreLearner keeps a CPU copy of the module,
     refreshed from ``module_weights`` (a ``ModuleWeights`` actor), and tags each batch with the
     weights' version (column ``module_weights_version``).
@@ -69,8 +69,9 @@ class OfflinePreLearner:
     """
 
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space], *,
-                 ledger: Any = None, module_weights: Any = None, source: str | None = None,
-                 module_spec: Any = None, module_state: Any = None, **kwargs: Any):
+                 ledger: LedgerBook | None = None, module_weights: Any = None,
+                 source: str | None = None, module_spec: Any = None, module_state: Any = None,
+                 **kwargs: Any):
         self.config = config = as_data_config(config, spaces)
         #: ``prelearner_kwargs``: passed on to ``_map_to_episodes``.
         self.kwargs = kwargs
@@ -84,7 +85,7 @@ class OfflinePreLearner:
         self.observation_space, self.action_space = spaces
         self.schema = resolve_schema(config.offline_data.input_read_schema)
         self.locator = RowLocator(config, self.schema, self.source)
-        #: What this PreLearner counts and notes into ``ledger`` (a ``DataLedger`` actor).
+        #: What this PreLearner counts and notes into ``ledger`` (a ``LedgerBook``).
         self.reports = LedgerClient(ledger)
         self.reports.register()
         self._learner_connector = config.build_learner_connector(*spaces)
