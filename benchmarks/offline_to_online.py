@@ -10,7 +10,7 @@ env steps/s per runner, and each phase's seconds.
     PYTHONPATH=. python benchmarks/offline_to_online.py [--env Pendulum-v1] [--algorithm IQL]
         [--episodes 5] [--offline-iterations 6] [--online-iterations 8] [--updates 500]
         [--weight 0.5] [--training-intensity 64] [--exploration-epsilon 0.1]
-        [--training '{"tau": 0.005}']
+        [--training '{"tau": 0.005}'] [--model-config '{"fcnet_hiddens": [64, 64]}']
 """
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ def main() -> None:
     parser.add_argument("--evaluation-episodes", type=int, default=20)
     parser.add_argument("--training", type=json.loads, default={},
                         help="more training() settings, as JSON: '{\"tau\": 0.005}'")
+    parser.add_argument("--model-config", type=json.loads, default={},
+                        help="rl_module(model_config=...) keys over the algorithm's defaults, "
+                             "as JSON: '{\"fcnet_hiddens\": [64, 64]}'")
     args = parser.parse_args()
 
     from offline_rl.algorithms.registry import get_algorithm_config_class
@@ -67,7 +70,7 @@ def main() -> None:
         if args.algorithm == "DQN":
             offline.training(exploration_config={"type": "EpsilonGreedy",
                                                  "final_epsilon": args.exploration_epsilon})
-        offline.training(**args.training)
+        offline.training(**args.training).rl_module(model_config=args.model_config)
         with offline.build() as algo:
             offline_returns, _, offline_s = train_and_evaluate(algo, args.offline_iterations)
             checkpoint = algo.save_to_path(Path(tmp) / "offline")
@@ -87,6 +90,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "offline_to_online", "env": args.env, "algorithm": args.algorithm,
         "medium_episodes": args.episodes, "updates_per_iteration": args.updates,
+        "model_config": args.model_config,
         "sampler_weight": args.weight, "training_intensity": args.training_intensity,
         "returns": {name: returns for name, (returns, _) in phases.items()},
         "last_three_mean": {name: round(statistics.mean(returns[-3:]), 1)
