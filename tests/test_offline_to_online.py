@@ -7,7 +7,7 @@ so that a lucky or unlucky snapshot of a swinging policy decides nothing.
   phases, and ended in the same band), on 5 episodes of Pendulum's ``medium`` tier (1,000
   steps of the expert with Gaussian noise of std 3): its last offline iterations (seed 0) are
   -1014, -686 and -266 (too few steps to fit). With the sampler's share it is inside the
-  expert's band after 3,000 to 4,000 env steps (runs differ in how soon), its last three
+  expert's band after 4,000 to 5,000 env steps (runs differ in how soon), its last three
   between -148 and -161 in each of four runs; trained offline on instead, it stays between
   -316 and -438 for 8 more iterations.
 - DQN on 20 episodes of CartPole's ``medium`` tier collapses offline to one action (returns of
