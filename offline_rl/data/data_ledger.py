@@ -84,9 +84,6 @@ class DataLedger:
             return None
         return self._books.setdefault(book, _Book())
 
-    def ready(self) -> None:
-        """Returns once the actor is up (``open_book`` checks a ledger it holds is alive)."""
-
     def register(self, book: str, pickled_actor: bytes) -> bool:
         """Records a PreLearner actor of ``book``'s pipeline, as its pickled handle: the ledger
         never unpickles it (unpickling a handle imports its class, Ray Data's, so all of Ray
@@ -127,7 +124,7 @@ class DataLedger:
         """``(version, totals)`` once the book's totals are newer than ``version`` (at once if
         they already are), or the book is closed (its last totals)."""
         entries = self._book(book)
-        while entries is not None and entries.version == version and book not in self._closed:
+        while entries is not None and entries.version == version:  # ``close`` changes it too
             await entries.changed.wait()
         return (version, {}) if entries is None else (entries.version, entries.totals())
 
@@ -211,7 +208,7 @@ def open_book() -> LedgerBook:
     ledger = _process_ledger.get(key)
     if ledger is not None:
         try:
-            ray.get(ledger.ready.remote())
+            ray.get(ledger.__ray_ready__.remote())
         except ray.exceptions.RayActorError:
             ledger = None
     if ledger is None:
