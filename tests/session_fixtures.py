@@ -36,6 +36,19 @@ def ray_session():
     ray.shutdown()
 
 
+def cpus_held_after(timeout_s: float) -> float:
+    """The shared instance's CPUs still held after waiting at most ``timeout_s`` for them to
+    come back: Ray's view of free resources trails finished tasks and killed actors by about a
+    tenth of a second (its raylets report every 100 ms)."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    while (held := ray.cluster_resources().get("CPU", 0)
+           - ray.available_resources().get("CPU", 0)) > 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return held
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _ray_cpus_given_back(request):
     """After each module, every CPU of the shared instance is free again. Where one stays held
@@ -45,18 +58,11 @@ def _ray_cpus_given_back(request):
     yield
     import ray
 
-    if not ray.is_initialized():
-        return
-    deadline = time.monotonic() + CPU_RELEASE_TIMEOUT_S
-    while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
-        if time.monotonic() > deadline:
-            held = ray.cluster_resources()["CPU"] - ray.available_resources().get("CPU", 0)
-            warnings.warn(f"{request.module.__name__} left {held:g} Ray CPU(s) held; "
-                          "restarting the shared Ray instance", stacklevel=1)
-            ray.shutdown()
-            ray.init(**RAY_OPTIONS)
-            return
-        time.sleep(0.1)
+    if ray.is_initialized() and (held := cpus_held_after(CPU_RELEASE_TIMEOUT_S)) > 0:
+        warnings.warn(f"{request.module.__name__} left {held:g} Ray CPU(s) held; "
+                      "restarting the shared Ray instance", stacklevel=1)
+        ray.shutdown()
+        ray.init(**RAY_OPTIONS)
 
 
 @pytest.fixture(scope="session")

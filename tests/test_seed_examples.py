@@ -23,7 +23,6 @@ import msgpack_numpy as mnp
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-import ray
 from ray import data, tune
 
 from offline_rl import (
@@ -39,6 +38,7 @@ from offline_rl import (
     SingleAgentEpisode,
 )
 from offline_rl.errors import ConfigError, ResourceError
+from tests.session_fixtures import cpus_held_after
 from tests.test_filesystems import s3_kwargs  # noqa: F401  (the loopback S3 server)
 
 METRIC = f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
@@ -378,4 +378,4 @@ def test_scaling_examples_that_exceed_the_cluster_say_so(ray_session, cartpole_d
     config.offline_data(map_batches_kwargs={}).learners(num_learners=4, num_gpus_per_learner=1)
     with pytest.raises(ResourceError, match="GPU"):
         config.build()
-    assert ray.available_resources().get("CPU") == 2
+    assert cpus_held_after(timeout_s=5) == 0  # the failed builds hold nothing
