@@ -196,3 +196,61 @@ def test_one_bad_item_in_a_buffer_is_refused_like_a_lone_one(tmp_path):
     with pytest.raises(ValueError, match=r"^f: payload holds a pickled object array"):
         unpack_episode_state(payload, where="f")
     assert not marker.exists()
+
+
+def _items_like_decoding_each(decoded, reference: list) -> None:
+    """A buffer's decoded data is one array exactly when decoding each item gives values of one
+    dtype and shape, and equals them either way."""
+    same = len({(np.asarray(item).dtype, np.shape(item)) for item in reference}) == 1
+    assert isinstance(decoded, np.ndarray) == same
+    if same:
+        np.testing.assert_array_equal(decoded, np.stack(reference))
+        assert decoded.dtype == np.asarray(reference[0]).dtype
+    else:
+        assert [type(item) for item in decoded] == [type(item) for item in reference]
+        for ours, theirs in zip(decoded, reference, strict=True):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_items_read_as_one_array_from_their_bytes_equal_decoding_each(seed):
+    """Items are read as one array straight from their bytes only when every item's bytes but
+    its data equal the first's; either way the buffer's data is one array exactly when its items
+    share a dtype and shape (a writer's longer length headers or another key order included),
+    and items of one byte size but another shape or dtype, or scalars among arrays, stay items,
+    each as decoding it gives."""
+    rng = np.random.default_rng(seed)
+    kinds = [np.zeros(4, np.float32), np.zeros((2, 2), np.float32), np.zeros(4, np.int32),
+             np.float32(0), np.zeros(2, np.float64)]
+    items = []
+    for _ in range(int(rng.integers(1, 6))):
+        item = kinds[int(rng.integers(len(kinds)))] if rng.random() < 0.3 else kinds[0]
+        items.append((item + rng.normal(size=np.shape(item))).astype(item.dtype))
+    packed = [msgpack_numpy.encode(item) for item in items]
+    if rng.random() < 0.3:  # a writer's own layout for one item: data first
+        index = int(rng.integers(len(packed)))
+        packed[index] = {b"data": packed[index][b"data"],
+                         **{k: v for k, v in packed[index].items() if k != b"data"}}
+    payload = msgpack.packb({"observations": _buffer(packed)})
+    if rng.random() < 0.3:  # a 16-byte data's bin8 header (c4 10) written as bin16 (c5 00 10)
+        payload = payload.replace(b"\xc4\x10", b"\xc5\x00\x10", 1)
+    reference = msgpack.unpackb(payload, object_hook=msgpack_numpy.decode, raw=False)
+    decoded = unpack_episode_state(payload)["observations"]["data"]
+    _items_like_decoding_each(decoded, reference["observations"]["data"])
+
+
+def test_extra_bytes_after_the_state_are_named():
+    payload = pack_episode_state({"observations": _buffer([np.zeros(2, np.float32)] * 3)})
+    with pytest.raises(ValueError, match=r"^f: corrupt episode payload: 2 byte\(s\) after the "
+                                         r"episode state"):
+        unpack_episode_state(payload + b"\xc0\xc0", where="f")
+
+
+@pytest.mark.parametrize("items", [[np.ones(3, np.float32)], [np.zeros((0, 4), np.float32)] * 3,
+                                   [np.arange(3, dtype=">i4")] * 2, [np.float32(2.0)] * 2],
+                         ids=["one item", "empty items", "big-endian", "numpy scalars"])
+def test_items_read_from_their_bytes_are_a_writable_array_of_their_dtype(items):
+    data = unpack_episode_state(pack_episode_state({"actions": _buffer(items)}))["actions"]["data"]
+    assert data.dtype == items[0].dtype and data.shape == (len(items), *np.shape(items[0]))
+    np.testing.assert_array_equal(data, np.stack(items))
+    data[...] = 0  # writable: the episode's own array, not a view of the payload

@@ -12,7 +12,7 @@ import msgpack_numpy
 import numpy as np
 import pytest
 
-from offline_rl.codec import pack_multi_agent_episode_state, unpack_multi_agent_episode_state
+from offline_rl.codec import pack_multi_agent_episode_state, unpack_episode_state
 from offline_rl.episodes.episode_state import read_episode_state
 from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.episodes.multi_agent_episode_state import STATE_KEYS
@@ -272,7 +272,7 @@ def test_state_round_trip_and_msgpack(build):
     state = episode.get_state()
     assert tuple(state) == STATE_KEYS and state["agent_to_module_mapping_fn"] is None
     data = pack_multi_agent_episode_state(state)
-    unpacked = unpack_multi_agent_episode_state(data)
+    unpacked = unpack_episode_state(data)
     for restored in (MultiAgentEpisode.from_state(state), MultiAgentEpisode.from_state(unpacked)):
         assert_same_episode(restored, episode)
         assert pack_multi_agent_episode_state(restored.get_state()) == data
@@ -281,14 +281,14 @@ def test_state_round_trip_and_msgpack(build):
 
 def test_a_restored_episode_goes_on_and_maps_newcomers_with_the_given_function():
     data = pack_multi_agent_episode_state(turns(3).get_state())
-    restored = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data),
+    restored = MultiAgentEpisode.from_state(unpack_episode_state(data),
                                             agent_to_module_mapping_fn=lambda a, e: "new")
     restored.add_env_step(**{**TURNS[3], "observations": {"x": 2, "o": 12, "p": 0},
                              "terminateds": {}})
     assert restored.module_for("x") == "crosses" and restored.module_for("p") == "new"
     assert restored.env_t_to_agent_t["p"].get() == ["S", "S", "S", "S", 0]
     assert restored.agent_episodes["x"].get_rewards() == [0.5, -1.0]
-    default = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data))
+    default = MultiAgentEpisode.from_state(unpack_episode_state(data))
     assert default.module_for("p") == "default_policy"
 
 
@@ -297,7 +297,7 @@ def test_to_numpy_finalizes_every_agents_episode():
     assert all(agent.is_finalized for agent in episode.agent_episodes.values())
     assert episode.agent_episodes["a"].get_observations().shape == (5, 2)
     data = pack_multi_agent_episode_state(episode.get_state())
-    assert_same_episode(MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data)),
+    assert_same_episode(MultiAgentEpisode.from_state(unpack_episode_state(data)),
                         episode)
 
 
@@ -305,12 +305,12 @@ def test_int_agent_ids_round_trip():
     episode = record(MultiAgentEpisode(agent_module_ids={0: "m", 1: "m"}), {0: 0, 1: 0}, (
         dict(observations={0: 1, 1: 1}, actions={0: 1, 1: 0}, rewards={0: 1.0, 1: 0.0}),))
     data = pack_multi_agent_episode_state(episode.get_state())
-    restored = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data))
+    restored = MultiAgentEpisode.from_state(unpack_episode_state(data))
     assert restored.agent_ids == {0, 1} and restored.env_t_to_agent_t[1].get() == [0, 1]
 
 
 def test_single_agent_reader_still_refuses_multi_agent_states():
-    state = unpack_multi_agent_episode_state(pack_multi_agent_episode_state(turns().get_state()))
+    state = unpack_episode_state(pack_multi_agent_episode_state(turns().get_state()))
     with pytest.raises(ValueError, match=r"a MultiAgentEpisode state \(agents \['o', 'x'\]\), "
                                          "not a SingleAgentEpisode state: read it with "
                                          "MultiAgentEpisode.from_state"):
@@ -448,9 +448,9 @@ def test_malformed_states_raise_value_errors_naming_the_field():
 
 def test_unpacking_refuses_pickled_objects_and_garbage():
     with pytest.raises(ValueError, match="ep.bin: payload holds a pickled object array .* refused"):
-        unpack_multi_agent_episode_state(pickled_object_array(), where="ep.bin")
+        unpack_episode_state(pickled_object_array(), where="ep.bin")
     with pytest.raises(ValueError, match="episode payload is a list, not a map"):
-        unpack_multi_agent_episode_state(msgpack.packb([1, 2]))
+        unpack_episode_state(msgpack.packb([1, 2]))
 
 
 # -- interop with RLlib's MultiAgentEpisode --------------------------------------------------
@@ -513,7 +513,7 @@ def test_we_read_rllibs_states_and_record_alike(reset, steps, until):
     spaces = SPACES if reset is TOGETHER_RESET else {}
     theirs = record(RLlibEpisode(agent_to_module_mapping_fn=team, **spaces), reset, steps, until)
     data = msgpack.packb(rllib_state_as_data(theirs), default=msgpack_numpy.encode)
-    ours = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data))
+    ours = MultiAgentEpisode.from_state(unpack_episode_state(data))
     assert_same_agents(ours, theirs)
     assert ours.id_ == theirs.id_ and ours._hanging_actions_end == theirs._hanging_actions_end
     assert ours._hanging_rewards_end == theirs._hanging_rewards_end
@@ -536,7 +536,7 @@ def test_we_read_rllibs_lookback_chunks_and_its_terminal_step_quirk():
                  terminateds={"x": True, "o": True, "__all__": True})  # RLlib's constructor
     theirs = RLlibEpisode("chunk", len_lookback_buffer=1, **lists)
     data = msgpack.packb(rllib_state_as_data(theirs), default=msgpack_numpy.encode)
-    ours = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data))
+    ours = MultiAgentEpisode.from_state(unpack_episode_state(data))
     assert_same_agents(ours, theirs)
     assert ours.env_t_to_agent_t["x"].get(slice(-1, None), neg_index_as_lookback=True) == [
         -1, "S", 0, "S", 1]
@@ -550,7 +550,7 @@ def test_we_read_rllibs_lookback_chunks_and_its_terminal_step_quirk():
         dict(observations={"a": 2}, actions={"a": 0}, rewards={"a": 1.0, "b": 3.0},
              terminateds={"b": True})))
     data = msgpack.packb(rllib_state_as_data(theirs), default=msgpack_numpy.encode)
-    ours = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(data))
+    ours = MultiAgentEpisode.from_state(unpack_episode_state(data))
     assert_same_agents(ours, theirs)
     assert ours.env_t_to_agent_t["b"].get() == [0, "S", "S", 1]
     assert ours.get_agents_to_act() == theirs.get_agents_to_act() == {"a"}

@@ -31,7 +31,7 @@ from pettingzoo import ParallelEnv
 from offline_rl import Algorithm, BCConfig
 from offline_rl.algorithms.checkpoint import load_module
 from offline_rl.algorithms.multi_agent_algorithm import MultiAgentAlgorithm
-from offline_rl.codec import unpack_multi_agent_episode_state
+from offline_rl.codec import unpack_episode_state
 from offline_rl.datasets.experts import behaviour_policy
 from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError
@@ -305,7 +305,7 @@ def test_evaluation_episodes_are_recorded_to_output_and_read_back(ray_session, f
     table = pq.read_table(sorted(glob.glob(f"{tmp_path}/recorded/**/*.parquet",
                                            recursive=True)))
     assert table.num_rows == statistics["num_episodes"] == 3
-    episode = MultiAgentEpisode.from_state(unpack_multi_agent_episode_state(
+    episode = MultiAgentEpisode.from_state(unpack_episode_state(
         table.column("item")[0].as_py()))
     assert sorted(episode.agent_episodes) == table.column("agent_ids")[0].as_py() == list(AGENTS)
     # the modules sampled their actions and recorded their log-probabilities and logits
