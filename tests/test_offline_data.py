@@ -77,16 +77,22 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
 
 @ray.remote(num_cpus=0)
 class NoteRecorder:
-    """A ledger stand-in that records the episode notes it receives."""
+    """A ledger stand-in that records the episode notes and claims it receives, answering
+    claims as the ledger does (an episode's first source holds it)."""
 
     def __init__(self):
-        self.notes = []
+        self.notes, self.claims, self.sources = [], [], {}
 
     def note_episodes(self, book, open_ids, ended_ids):
         self.notes.append((open_ids, ended_ids))
 
+    def claim(self, book, episode_ids, sources):
+        self.claims.append(list(zip(episode_ids, sources)))
+        return [self.sources.setdefault(id_, source) != source
+                for id_, source in zip(episode_ids, sources)]
+
     def received(self):
-        return self.notes
+        return self.notes, self.claims
 
 
 def test_a_prelearner_notes_each_episode_once_and_the_totals_are_those_of_every_note(
@@ -102,9 +108,26 @@ def test_a_prelearner_notes_each_episode_once_and_the_totals_are_those_of_every_
         recording.note_episodes(open_ids, ended_ids)
         client.note_episodes(open_ids, ended_ids)
         ray.get(direct.ledger.note_episodes.remote(direct.name, open_ids, ended_ids))
-    assert ray.get(recorder.received.remote()) == [(["a"], ["z"]), (["b"], ["a"]), (["c"], [])]
+    assert ray.get(recorder.received.remote())[0] == [(["a"], ["z"]), (["b"], ["a"]),
+                                                      (["c"], [])]
     totals = [through.close()[0], direct.close()[0]]
     assert totals == [{"unfinished_episodes": 2}] * 2  # b and c: a and z ended
+    ray.kill(recorder)
+
+
+def test_a_prelearner_claims_each_episode_of_a_source_once_and_keeps_the_ledgers_answer(
+        ray_session):
+    """A part mapped again in a later epoch claims the same episodes from the same file: the
+    ledger's answer cannot change (an episode's first source keeps it), so the client asks
+    only about pairs it has not claimed, and answers the rest as the ledger did."""
+    recorder = NoteRecorder.remote()
+    first, second = (LedgerClient(LedgerBook(recorder, "recorded")) for _ in range(2))
+    assert first.claim(["a", "b", "a"], ["x", "x", "x"]) == [False] * 3
+    assert second.claim(["b", "c"], ["y", "y"]) == [True, False]  # b is x's
+    assert first.claim(["b", "a"], ["x", "x"]) == [False, False]  # a later epoch: no call
+    assert second.claim(["c", "b", "d"], ["y", "y", "y"]) == [False, True, False]
+    assert ray.get(recorder.received.remote())[1] == [
+        [("a", "x"), ("b", "x")], [("b", "y"), ("c", "y")], [("d", "y")]]
     ray.kill(recorder)
 
 

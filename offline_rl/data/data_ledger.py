@@ -236,6 +236,10 @@ class LedgerClient:
         #: mapped again in a later epoch sends nothing).
         self._noted_open: set[str] = set()
         self._noted_ended: set[str] = set()
+        #: The ledger's answer to each (episode id, source) this client has claimed: it keeps
+        #: an episode's first source for good, so the answer never changes and a part mapped
+        #: again in a later epoch asks nothing.
+        self._claims: dict[tuple[str, str], bool] = {}
 
     def register(self) -> None:
         """Registers the calling actor in the book, so ``OfflineData.stop()`` can kill it;
@@ -273,7 +277,14 @@ class LedgerClient:
 
     def claim(self, episode_ids: Sequence[str], sources: Sequence[str]) -> list[bool]:
         """For each episode, whether another source already holds it, as the ledger has seen
-        across actors (``DataLedger.claim``)."""
-        if self.book is None or not episode_ids:
+        across actors (``DataLedger.claim``); only pairs this client has not claimed before
+        are sent."""
+        if self.book is None:
             return [False] * len(episode_ids)
-        return ray.get(self.book.ledger.claim.remote(self.book.name, episode_ids, sources))
+        pairs = list(zip(episode_ids, sources))
+        new = list(dict.fromkeys(pair for pair in pairs if pair not in self._claims))
+        if new:
+            new_ids, new_sources = zip(*new)
+            answers = ray.get(self.book.ledger.claim.remote(self.book.name, new_ids, new_sources))
+            self._claims.update(zip(new, answers))
+        return [self._claims[pair] for pair in pairs]
