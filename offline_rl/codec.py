@@ -234,15 +234,17 @@ def _stacked(data: bytes, start: int, stride: int, count: int, first: Any) -> np
 
 
 def _numpy_layout(item: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
-    """The dtype and shape of a msgpack-numpy array or numpy-scalar map whose data fits them
-    (a plain dtype: neither structured nor holding objects); ``None`` for anything else."""
-    if not isinstance(item, dict) or item.get(b"nd") not in (True, False):
+    """The dtype and shape of a msgpack-numpy array or numpy-scalar map, with exactly the keys
+    msgpack-numpy writes, whose data fits them (a plain dtype: neither structured nor holding
+    objects); ``None`` for anything else."""
+    if not isinstance(item, dict) or type(array := item.get(b"nd")) is not bool:
         return None
-    descr, data = item.get(b"type"), item.get(b"data")
-    if not isinstance(descr, str | bytes) or not isinstance(data, bytes):
+    if set(item) != _NUMPY_KEYS[array]:
         return None
-    shape = item.get(b"shape") if item[b"nd"] else []
-    if (not isinstance(shape, list) or not all(type(size) is int for size in shape)
+    descr, data = item[b"type"], item[b"data"]
+    shape = item[b"shape"] if array else []
+    if (not isinstance(descr, str | bytes) or not isinstance(data, bytes)
+            or not isinstance(shape, list) or not all(type(size) is int for size in shape)
             or item.get(b"kind", b"") != b""):
         return None
     try:
@@ -252,6 +254,13 @@ def _numpy_layout(item: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
     if dtype.hasobject or len(data) != dtype.itemsize * math.prod(shape):
         return None
     return dtype, tuple(shape)
+
+
+#: The keys of msgpack-numpy's array (``nd`` True) and numpy-scalar (False) maps.
+_NUMPY_KEYS = {True: {b"nd", b"type", b"kind", b"shape", b"data"},
+               False: {b"nd", b"type", b"data"}}
+
+
 #: Scalar types msgpack unpacks to: lists of only these need no decoding.
 _PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
 

@@ -254,3 +254,12 @@ def test_items_read_from_their_bytes_are_a_writable_array_of_their_dtype(items):
     assert data.dtype == items[0].dtype and data.shape == (len(items), *np.shape(items[0]))
     np.testing.assert_array_equal(data, np.stack(items))
     data[...] = 0  # writable: the episode's own array, not a view of the payload
+
+
+def test_items_whose_nd_flag_is_an_int_decode_as_msgpack_numpy_reads_them():
+    """msgpack-numpy tells arrays from numpy scalars by ``nd is True``: an item whose flag is
+    the int 1 is a scalar of its first value, never an array read from its bytes."""
+    item = {b"nd": 1, b"type": "<f4", b"kind": b"", b"shape": [2], b"data": b"\0" * 8}
+    state = unpack_episode_state(msgpack.packb({"actions": _buffer([item, item])}))
+    assert state["actions"]["data"].tolist() == [0.0, 0.0]
+    assert state["actions"]["data"].shape == (2,)
