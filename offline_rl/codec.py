@@ -248,8 +248,8 @@ def _numpy_layout(item: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
             or item.get(b"kind", b"") != b""):
         return None
     try:
-        dtype = _named_dtype(descr)
-    except TypeError:
+        dtype = _dtype(descr)
+    except ValueError:
         return None
     if dtype.hasobject or len(data) != dtype.itemsize * math.prod(shape):
         return None
@@ -297,10 +297,14 @@ def _numpy_value(obj: dict) -> Any:
 
 
 def _dtype(descr: Any) -> np.dtype:
-    """The dtype msgpack-numpy stored: a type string, or a structured descr list."""
-    if isinstance(descr, list):
-        return np.dtype([_field(field) for field in descr])
-    return _named_dtype(descr)
+    """The dtype msgpack-numpy stored: a type string, or a structured descr list; raises
+    ``ValueError`` for anything numpy does not read as a dtype."""
+    try:
+        if isinstance(descr, list):
+            return np.dtype([_field(field) for field in descr])
+        return _named_dtype(descr)
+    except (TypeError, ValueError, SyntaxError):  # numpy reads '<f,4' as a Python literal
+        raise ValueError(f"type {descr!r:.80} is not a numpy dtype") from None
 
 
 @functools.lru_cache(maxsize=1024)

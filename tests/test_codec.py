@@ -263,3 +263,14 @@ def test_items_whose_nd_flag_is_an_int_decode_as_msgpack_numpy_reads_them():
     state = unpack_episode_state(msgpack.packb({"actions": _buffer([item, item])}))
     assert state["actions"]["data"].tolist() == [0.0, 0.0]
     assert state["actions"]["data"].shape == (2,)
+
+
+@pytest.mark.parametrize("descr", ["<f,4", [["a", "<f,4"]], 7], ids=str)
+def test_a_type_numpy_cannot_read_is_a_corrupt_payload(descr):
+    """numpy parses some type strings as Python literals and raised SyntaxError through the
+    decoder, not an error naming the file."""
+    item = {b"nd": True, b"type": descr, b"kind": b"", b"shape": [1], b"data": b"\0" * 4}
+    payload = msgpack.packb({"observations": _buffer([item, item]), "x": item})
+    with pytest.raises(ValueError, match=r"^f: corrupt episode payload: type .* is not a numpy "
+                                         r"dtype"):
+        unpack_episode_state(payload, where="f")
