@@ -79,8 +79,8 @@ class InfiniteLookbackBuffer:
         if self.finalized:
             return
         self.finalized = True
-        if not isinstance(self.data, list) or not self.data:
-            return
+        if not isinstance(self.data, list) or not self.data or isinstance(self.data[0], dict):
+            return  # a list holding a dict (infos) can only be an object array
         try:
             array = np.asarray(self.data)
         except ValueError:
