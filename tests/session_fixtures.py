@@ -5,7 +5,6 @@ instance and a small recorded CartPole dataset, which examples know as ``cartpol
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -37,16 +36,17 @@ def ray_session():
 
 
 def cpus_held_after(timeout_s: float) -> float:
-    """The shared instance's CPUs still held after waiting at most ``timeout_s`` for them to
-    come back: Ray's view of free resources trails finished tasks and killed actors by about a
-    tenth of a second (its raylets report every 100 ms)."""
+    """The shared instance's CPUs still held after waiting (``wait_for_cpus``) at most
+    ``timeout_s`` for them to come back: Ray's view of free resources trails finished tasks and
+    killed actors by about a tenth of a second (its raylets report every 100 ms)."""
     import ray
 
-    deadline = time.monotonic() + timeout_s
-    while (held := ray.cluster_resources().get("CPU", 0)
-           - ray.available_resources().get("CPU", 0)) > 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return held
+    from offline_rl.data.actors import wait_for_cpus
+    from offline_rl.placement import available_cpus
+
+    total = ray.cluster_resources().get("CPU", 0)
+    wait_for_cpus(total, timeout_s=timeout_s)
+    return total - available_cpus()
 
 
 @pytest.fixture(scope="module", autouse=True)
