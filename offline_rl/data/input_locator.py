@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -165,6 +166,24 @@ def read_failure(error: BaseException) -> BaseException | None:
     return next((wrapped for wrapped in error_chain(error)
                  if isinstance(wrapped, pa.ArrowException | json.JSONDecodeError)
                  or type(wrapped) is OSError), None)
+
+
+@contextmanager
+def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
+                         read_method: str) -> Iterator[None]:
+    """Turns a failed read of the input files that names no file (a corrupt Parquet page, a
+    malformed JSON line, as Ray Data reports them) into a ``DataFormatError`` naming the file
+    and its row group or line, found by reading the files again one at a time."""
+    try:
+        yield
+    except Exception as error:
+        if read_failure(error) is None:
+            raise
+        damage = find_damaged_file(paths, filesystem, read_method)
+        if damage is None:
+            raise
+        raise DataFormatError(f"{damage}. The file is corrupt or truncated: re-write it, or "
+                              "move it out of the input") from None
 
 
 def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read_method: str,

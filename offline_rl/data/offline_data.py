@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import gymnasium as gym
@@ -20,7 +22,7 @@ from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPositi
 from offline_rl.data.data_config import DataConfig, as_data_config
 from offline_rl.data.data_ledger import LedgerBook, open_book
 from offline_rl.data.episode_admission import PATH_COLUMN
-from offline_rl.data.input_locator import find_damaged_file, read_failure
+from offline_rl.data.input_locator import naming_damaged_files
 from offline_rl.data.input_reader import check_input, first_rows, read_input
 from offline_rl.data.module_weights import ModuleWeights
 from offline_rl.data.observation_statistics import ObservationStatistics, observation_statistics
@@ -116,7 +118,8 @@ class OfflineData:
         self._book: LedgerBook | None = None
         self._counts: dict[str, int] = {}
         self._counts_version = 0
-        self._pending_counts: ray.ObjectRef | None = None
+        self._pending_counts: Future | None = None
+        self._materialized_figures: tuple[ray.data.Dataset | None, dict] = (None, {})
         #: The materialized input cut into parts of one PreLearner call, when
         #: ``repeats_epochs``, and the mean bytes of a part.
         self._parts: list[ray.ObjectRef] = []
@@ -229,7 +232,7 @@ class OfflineData:
             self.config.offline_data.map_batches_kwargs, usable_resources(),
             reserved_cpus=reserved_cpus)
         self._book = open_book()
-        self._pending_counts = self._book.totals_after(self._counts_version)
+        self._pending_counts = self._book.totals_after(self._counts_version).future()
         if self.needs_module:
             self.module_weights = ModuleWeights.remote()
 
@@ -323,23 +326,13 @@ class OfflineData:
             return self.stream.next_batch(num_samples or self.batch_size,
                                           stop_at_epoch_end=stop_at_epoch_end)
 
-    @contextmanager
-    def naming_damaged_files(self) -> Iterator[None]:
-        """Turns a failed read of the input files that names no file (a corrupt Parquet page,
-        a malformed JSON line, as Ray Data reports them) into a ``DataFormatError`` naming the
-        file and its row group or line, found by reading the files again one at a time."""
-        try:
-            yield
-        except Exception as error:
-            method = self.config.offline_data.input_read_method
-            if (read_failure(error) is None or self.data is not None
-                    or not isinstance(method, str)):
-                raise
-            damage = find_damaged_file(self.paths, self.filesystem, method)
-            if damage is None:
-                raise
-            raise DataFormatError(f"{damage}. The file is corrupt or truncated: re-write it, or "
-                                  "move it out of the input") from None
+    def naming_damaged_files(self) -> AbstractContextManager[None]:
+        """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
+        subclass gave, or a custom read method: their errors are left as they are)."""
+        method = self.config.offline_data.input_read_method
+        if self.data is not None or not isinstance(method, str):
+            return nullcontext()
+        return naming_damaged_files(self.paths, self.filesystem, method)
 
     @property
     def stats(self) -> StreamStats:
@@ -349,7 +342,10 @@ class OfflineData:
     def pipeline_stats(self) -> dict[str, Any]:
         """What Ray Data reports of the pipeline's execution (``pipeline_figures``): the one
         pass that materialized the mapped data, else the current epoch's streaming execution
-        (in Ray Data's split coordinator with remote learners); ``{}`` before it starts."""
+        (in Ray Data's split coordinator with remote learners); ``{}`` before it starts. The
+        materialized pass's figures are final: they are read from Ray Data once."""
+        if self._materialized_figures[0] is self.dataset is not None:
+            return copy.deepcopy(self._materialized_figures[1])
         if self.shards and not isinstance(self.dataset, MaterializedDataset):
             summary = split_stats_summary(self.shards[0])
         elif self.dataset is not None:
@@ -357,7 +353,10 @@ class OfflineData:
         else:
             return {}
         mapper = EpochsPreLearner if self.repeats_epochs else self.prelearner_class
-        return pipeline_figures(summary, mapper.__name__)
+        figures = pipeline_figures(summary, mapper.__name__)
+        if isinstance(self.dataset, MaterializedDataset):
+            self._materialized_figures = (self.dataset, copy.deepcopy(figures))
+        return figures
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:
         """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
@@ -368,10 +367,9 @@ class OfflineData:
         learner, and this returns the latest that have arrived."""
         if self._book is not None and wait:
             self._counts = self._book.totals()
-        elif (self._book is not None and self._pending_counts is not None
-              and ray.wait([self._pending_counts], timeout=0)[0]):
-            self._counts_version, self._counts = ray.get(self._pending_counts)
-            self._pending_counts = self._book.totals_after(self._counts_version)
+        elif self._book is not None and self._pending_counts and self._pending_counts.done():
+            self._counts_version, self._counts = self._pending_counts.result()
+            self._pending_counts = self._book.totals_after(self._counts_version).future()
         skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
         return {**self._counts, **skipped}
 
