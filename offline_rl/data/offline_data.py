@@ -367,7 +367,7 @@ class OfflineData:
         learner, and this returns the latest that have arrived."""
         if self._book is not None and wait:
             self._counts = self._book.totals()
-        elif self._book is not None and self._pending_counts and self._pending_counts.done():
+        elif self._pending_counts is not None and self._pending_counts.done():
             self._counts_version, self._counts = self._pending_counts.result()
             self._pending_counts = self._book.totals_after(self._counts_version).future()
         skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
