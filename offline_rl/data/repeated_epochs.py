@@ -4,10 +4,10 @@ When the mapped data is streamed (``materialize_mapped_data=False``, as for MARW
 learner connector needs the current module), each epoch used to be one Ray Data execution:
 a new actor pool of PreLearners every epoch, a stall of seconds on small data. When the raw
 input is materialized (``materialize_data=True``), the stream instead runs one execution over
-many epochs (``PARTS_PER_EXECUTION`` PreLearner calls): the input is cut into parts of one
-PreLearner call each, and the same PreLearner actors map part after part, epoch after epoch,
-tagging each row with its epoch (``EPOCH_COLUMN``) for ``EpochBatches`` to find the epochs'
-ends.
+many epochs (``PARTS_PER_EXECUTION`` PreLearner calls or more): the input is cut into parts
+of one PreLearner call each, and the same PreLearner actors map part after part, epoch after
+epoch, tagging each row with its epoch (``EPOCH_COLUMN``) for ``EpochBatches`` to find the
+epochs' ends.
 """
 
 from __future__ import annotations
@@ -24,18 +24,28 @@ from offline_rl.data.call_output import arrow_table
 from offline_rl.data.input_reader import quiet_data_context
 from offline_rl.data.prelearner import map_in_process
 
-#: PreLearner calls planned per execution; the execution starts again after them (one stall).
+#: PreLearner calls planned per execution, at least: the execution starts again after them,
+#: with a new PreLearner pool (a stall of seconds: about 3 s for one actor on 2 CPUs, 9 s for 14
+#: actors on 16).
 PARTS_PER_EXECUTION = 1024
+#: Ray tasks planned per execution (at least ``PARTS_PER_EXECUTION`` calls): each task is a block
+#: of call ids made when the execution starts (about 0.7 ms each).
+TASKS_PER_EXECUTION = 256
 #: PreLearner calls per Ray task (a task's start costs more than a call on small data), but
 #: for PreLearners that need the module: one call each, as a task runs ahead of the learners
 #: for all its calls (with 32, Pendulum's 5 parts were mapped 16 epochs ahead, with weights
 #: some 2,500 updates old).
 CALLS_PER_TASK = 32
-#: The object store the execution may fill ahead of the learners, in parts of the raw input,
-#: at least ``MIN_AHEAD_BYTES`` unless the PreLearners need the module (which then map with
-#: weights at most about this many parts old).
+#: The object store the execution may fill ahead of its consumer. PreLearners that need the
+#: module: at most ``PARTS_AHEAD`` parts of the raw input (so they map with weights at most
+#: about this many parts old). Others: ``TASKS_AHEAD_PER_ACTOR`` tasks' worth of parts per
+#: actor, at least ``MIN_AHEAD_BYTES`` and at most ``AHEAD_STORE_SHARE`` of the cluster's object
+#: store (a budget of 48 MiB for 14 actors held them to 1.0-1.5M rows/s, with stalls of 0.3 s
+#: every 72 batches; 512 MiB let them deliver 4.6-6.3M).
 PARTS_AHEAD = 8
+TASKS_AHEAD_PER_ACTOR = 4
 MIN_AHEAD_BYTES = 48 * 2**20
+AHEAD_STORE_SHARE = 0.25
 
 
 class EpochsPreLearner:
@@ -99,25 +109,47 @@ class EpochsPreLearner:
 def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
                 part_bytes: float, prelearner_class: type, prelearner_kwargs: dict[str, Any],
                 map_batches_kwargs: dict[str, Any]) -> ray.data.Dataset:
-    """The dataset of ``PARTS_PER_EXECUTION // len(parts)`` epochs (at least one) from
-    ``first_epoch`` on, mapped by one pool of ``EpochsPreLearner`` actors
-    (``map_batches_kwargs``), ``CALLS_PER_TASK`` calls per task, in order, at most
-    ``PARTS_AHEAD`` parts of ``part_bytes`` ahead of its consumer (see both constants for
-    PreLearners that need the module: ``prelearner_kwargs`` with ``module_weights``)."""
-    count = max(1, PARTS_PER_EXECUTION // len(parts)) * len(parts)
+    """The dataset of as many whole epochs from ``first_epoch`` on as ``PARTS_PER_EXECUTION``
+    and ``TASKS_PER_EXECUTION`` plan (at least one), mapped by one pool of ``EpochsPreLearner``
+    actors (``map_batches_kwargs``), ``CALLS_PER_TASK`` calls per task, in order, at most
+    ``look_ahead_bytes`` ahead of its consumer (see the constants for PreLearners that need the
+    module: ``prelearner_kwargs`` with ``module_weights``)."""
     needs_module = prelearner_kwargs.get("module_weights") is not None
     calls_per_task = 1 if needs_module else CALLS_PER_TASK
-    ahead = max(0 if needs_module else MIN_AHEAD_BYTES, PARTS_AHEAD * part_bytes)
-    with quiet_data_context(preserve_order=True, object_store_memory=int(ahead)):
+    calls = max(PARTS_PER_EXECUTION, TASKS_PER_EXECUTION * calls_per_task)
+    count = max(1, calls // len(parts)) * len(parts)
+    actors = getattr(map_batches_kwargs.get("compute"), "max_size", None) or 1
+    ahead = look_ahead_bytes(part_bytes, actors=actors, needs_module=needs_module,
+                             object_store_bytes=ray.cluster_resources()["object_store_memory"])
+    with quiet_data_context(preserve_order=True, object_store_memory=ahead):
         # The call ids are blocks in memory: ``ray.data.range`` would read each in a task of
         # its own, one at a time under the small budget of PreLearners that need the module
         # (a first epoch of 16 s instead of 7 on 2 CPUs).
-        calls = ray.data.from_items([{"id": call} for call in range(count)],
-                                    override_num_blocks=-(-count // calls_per_task))
-        return calls.map_batches(
+        call_ids = ray.data.from_items([{"id": call} for call in range(count)],
+                                       override_num_blocks=-(-count // calls_per_task))
+        return call_ids.map_batches(
             EpochsPreLearner, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
                                    "plan_seed": plan_seed, "prelearner_class": prelearner_class,
                                    **prelearner_kwargs},
             **map_batches_kwargs)
 
+
+def look_ahead_bytes(part_bytes: float, *, actors: int, needs_module: bool,
+                     object_store_bytes: float) -> int:
+    """The object store an execution of ``plan_epochs`` may fill ahead of its consumer, for
+    parts of ``part_bytes`` mapped by ``actors`` PreLearner actors (see ``PARTS_AHEAD``).
+
+    Examples:
+        >>> look_ahead_bytes(2**20, actors=1, needs_module=True, object_store_bytes=2**33)
+        8388608
+        >>> look_ahead_bytes(2**20, actors=14, needs_module=False, object_store_bytes=2**33)
+        1879048192
+        >>> look_ahead_bytes(2**20, actors=14, needs_module=False, object_store_bytes=2**32)
+        1073741824
+    """
+    if needs_module:
+        return int(PARTS_AHEAD * part_bytes)
+    per_actor = TASKS_AHEAD_PER_ACTOR * CALLS_PER_TASK * part_bytes
+    return int(min(max(MIN_AHEAD_BYTES, actors * per_actor),
+                   AHEAD_STORE_SHARE * object_store_bytes))
