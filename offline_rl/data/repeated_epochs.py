@@ -25,8 +25,8 @@ from offline_rl.data.input_reader import quiet_data_context
 from offline_rl.data.prelearner import map_in_process
 
 #: PreLearner calls planned per execution, at least: the execution starts again after them,
-#: with a new PreLearner pool (a stall of seconds: about 3 s for one actor on 2 CPUs, 9 s for 14
-#: actors on 16).
+#: with a new PreLearner pool (a stall of seconds: about 3 s for one actor on 2 CPUs; 14 actors
+#: on 16 CPUs gave their first batch 9 s after ``build()``).
 PARTS_PER_EXECUTION = 1024
 #: Ray tasks planned per execution (at least ``PARTS_PER_EXECUTION`` calls): each task is a block
 #: of call ids made when the execution starts (about 0.7 ms each).
