@@ -344,8 +344,9 @@ class OfflineData:
         pass that materialized the mapped data, else the current epoch's streaming execution
         (in Ray Data's split coordinator with remote learners); ``{}`` before it starts. The
         materialized pass's figures are final: they are read from Ray Data once."""
-        if self._materialized_figures[0] is self.dataset is not None:
-            return copy.deepcopy(self._materialized_figures[1])
+        read_from, figures = self._materialized_figures
+        if self.dataset is not None and read_from is self.dataset:
+            return copy.deepcopy(figures)
         if self.shards and not isinstance(self.dataset, MaterializedDataset):
             summary = split_stats_summary(self.shards[0])
         elif self.dataset is not None:
