@@ -14,7 +14,12 @@ import ray
 
 from offline_rl import OfflineData
 from offline_rl.data.actors import kill_actors
-from offline_rl.data.batch_stream import RAY_DATA_ITERATION_THREAD
+from offline_rl.data.batch_stream import (
+    RAY_DATA_ITERATION_THREAD,
+    STOP_WAIT_S,
+    BatchStream,
+    EpochBatches,
+)
 from offline_rl.data.data_ledger import LedgerBook, LedgerClient, open_book
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
@@ -193,6 +198,26 @@ def test_a_stopped_algorithm_leaves_no_ray_data_iteration_running(ray_session, b
         algo.train()
     assert [thread for thread in threading.enumerate()
             if thread.name == RAY_DATA_ITERATION_THREAD and thread not in before] == []
+
+
+def test_a_stream_stopped_beside_a_running_one_waits_for_its_own_iteration_only(ray_session):
+    """Two streams fetching at once (the sources of a mix, a multi-agent run's modules) both
+    note the iteration threads that start meanwhile: stopping the first ends those only it
+    noted and does not wait the whole ``STOP_WAIT_S`` for the second's; stopping the second,
+    the last, ends them all."""
+    dataset = ray.data.range(200_000)
+    first, second = (BatchStream(lambda: dataset, EpochBatches(batch_size=100)).start()
+                     for _ in range(2))
+    first.next_batch(100), second.next_batch(100)
+    started = time.monotonic()
+    first.stop()
+    stopping_took = time.monotonic() - started
+    theirs = second.iteration_threads
+    second.stop()
+    assert first.iteration_threads and theirs
+    assert not any(thread.is_alive() for thread in first.iteration_threads - theirs)
+    assert stopping_took < STOP_WAIT_S
+    assert not any(thread.is_alive() for thread in first.iteration_threads | theirs)
 
 
 def test_errors_in_the_actor_pool_reach_the_caller(ray_session, tmp_path, bc_config):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,9 +121,9 @@ class BatchStream:
         self._counted_end = start.epoch if start.ended else start.epoch - 1
         self._epoch_rows = 0
         self._started_at = 0.0
-        #: The threads alive before this stream started (set by ``start``): Ray Data iteration
-        #: threads among them are other streams', which ``stop`` does not wait for.
-        self._threads_before: frozenset[threading.Thread] = frozenset()
+        #: Ray Data's iteration threads that started while this stream fetched (those of
+        #: another stream fetching at the same time too), which ``stop`` waits for.
+        self.iteration_threads: set[threading.Thread] = set()
         self._failed: BaseException | None = None
         #: Set once the first fetched batch (or the thread's error) is queued.
         self._first_fetched = threading.Event()
@@ -131,7 +132,8 @@ class BatchStream:
     def start(self) -> BatchStream:
         """Starts the background thread; returns ``self``."""
         self._started_at = time.perf_counter()
-        self._threads_before = frozenset(threading.enumerate())
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
         self._thread.start()
         return self
 
@@ -141,7 +143,7 @@ class BatchStream:
             epoch, skip = self._start.epoch, self._start.rows
             while not self._stopping.is_set():
                 rows = 0
-                for batch in self._epoch_batches(dataset, epoch):
+                for batch in self._fetches(self._epoch_batches(dataset, epoch)):
                     if self.stats.first_batch_wait_s is None:
                         self.stats.first_batch_wait_s = time.perf_counter() - self._started_at
                     size = _num_rows(batch)
@@ -164,6 +166,27 @@ class BatchStream:
                 epoch += 1
         except Exception as error:
             self._put((_ERROR, error))
+        finally:
+            if isinstance(self._epoch_batches, EpochBatches):
+                self._epoch_batches.close()
+
+    def _fetches(self, batches: Iterable[Batch]) -> Iterator[Batch]:
+        """``batches``, noting in ``iteration_threads`` the Ray Data iteration threads that
+        start during each fetch (an ``iter_batches`` pass starts them in its first one)."""
+        iterator = iter(batches)
+        while True:
+            before = set(threading.enumerate())
+            try:
+                batch = next(iterator, None)
+            finally:
+                started = {thread for thread in threading.enumerate()
+                           if thread.name == RAY_DATA_ITERATION_THREAD and thread not in before}
+                if started:
+                    self.iteration_threads = {thread for thread in self.iteration_threads
+                                              if thread.is_alive()} | started
+            if batch is None:
+                return
+            yield batch
 
     def _put(self, item: tuple) -> bool:
         while not self._stopping.is_set():
@@ -249,41 +272,43 @@ class BatchStream:
         their next step; otherwise the thread ends after the fetch in progress, waited for
         ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without end (a
         ``streaming_split`` shard waits for the other learners to ask for the next epoch), and
-        then the daemon thread ends with the pipeline its owner stops next. Then it waits for
-        Ray Data's iteration threads (``wait_for_iteration_threads``)."""
+        then the daemon thread ends with the pipeline its owner stops next.
+
+        Then it waits (``join_threads``) for its ``iteration_threads`` but those another
+        running stream noted too (the streams of a mix, or of a multi-agent run's modules,
+        start theirs at the same time): a pass's threads end shortly after it, cleaning up
+        through Ray as they do, and after ``ray.shutdown()`` that ends the whole process ("The
+        core worker has already been shutdown"). The last of those streams to stop waits for
+        them all."""
         self._stopping.set()
         stop_executions(self._thread)
         self._thread.join(timeout=STOP_WAIT_S)
         self._pending.clear()
-        wait_for_iteration_threads(others=self._threads_before)
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
+            running = set().union(*(stream.iteration_threads for stream in _RUNNING))
+        join_threads(self.iteration_threads - running)
 
 
-def wait_for_iteration_threads(*, others: Collection[threading.Thread] = (),
-                               timeout_s: float = STOP_WAIT_S) -> None:
-    """Waits, at most ``timeout_s``, until Ray Data's iteration threads in this process
-    (``iter_batches``' workers, ``RAY_DATA_ITERATION_THREAD``) but ``others`` have ended.
-    Those of a stopped stream end shortly after it, cleaning up through Ray as they do: after
-    ``ray.shutdown()`` that ends the whole process ("The core worker has already been
-    shutdown"). ``others`` are threads of pipelines this wait is not about (another library's
-    iteration left open would otherwise cost every stop the whole timeout).
+#: The streams started and not stopped in this process.
+_RUNNING: weakref.WeakSet[BatchStream] = weakref.WeakSet()
+_RUNNING_LOCK = threading.Lock()
+
+
+def join_threads(threads: Collection[threading.Thread], timeout_s: float = STOP_WAIT_S
+                 ) -> None:
+    """Waits until ``threads`` have ended, at most ``timeout_s`` in all.
 
     Examples:
-        >>> import threading
-        >>> other = threading.Thread(target=threading.Event().wait, args=(60,),
-        ...                          name=RAY_DATA_ITERATION_THREAD, daemon=True)
-        >>> other.start()
-        >>> started = time.monotonic()
-        >>> wait_for_iteration_threads(others={other}, timeout_s=30)  # not waited for
-        >>> time.monotonic() - started < 10, other.is_alive()
-        (True, True)
+        >>> done = threading.Thread(target=time.sleep, args=(0.01,))
+        >>> done.start()
+        >>> join_threads([done])
+        >>> done.is_alive()
+        False
     """
     deadline = time.monotonic() + timeout_s
-    for thread in threading.enumerate():
-        # A thread that a pipeline still running is starting right now (another source of a
-        # mix, say) is listed before it is alive, and cannot be joined yet: not one of ours.
-        if thread.name == RAY_DATA_ITERATION_THREAD and thread not in others \
-                and thread.is_alive():
-            thread.join(max(0.0, deadline - time.monotonic()))
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _num_rows(batch: Batch) -> int:
@@ -361,10 +386,12 @@ class EpochBatches:
                 self._next_epoch_rows[EPOCH_COLUMN] = tags[cut:]
                 return
         except GeneratorExit:  # the consumer left mid-epoch (it stops): so does the pass,
-            self._close_pass()  # now, while Ray is up (Ray Data's cleanup calls Ray)
+            self.close()  # now, while Ray is up (Ray Data's cleanup calls Ray)
             raise
 
-    def _close_pass(self) -> None:
+    def close(self) -> None:
+        """Ends the pass that is open, if any (a consumer that stops between two epochs
+        leaves it open)."""
         if self._pass is not None:
             self._pass.close()
             self._pass = self._next_epoch_rows = None
