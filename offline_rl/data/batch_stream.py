@@ -179,8 +179,9 @@ class BatchStream:
             try:
                 batch = next(iterator, None)
             finally:
-                started = {thread for thread in threading.enumerate()
-                           if thread.name == RAY_DATA_ITERATION_THREAD and thread not in before}
+                started = {thread for thread in threading.enumerate()  # alive: joinable
+                           if thread.name == RAY_DATA_ITERATION_THREAD and thread not in before
+                           and thread.is_alive()}
                 if started:
                     self.iteration_threads = {thread for thread in self.iteration_threads
                                               if thread.is_alive()} | started
