@@ -208,7 +208,8 @@ def test_a_stream_stopped_beside_a_running_one_waits_for_its_own_iteration_only(
     dataset = ray.data.range(200_000)
     first, second = (BatchStream(lambda: dataset, EpochBatches(batch_size=100)).start()
                      for _ in range(2))
-    first.next_batch(100), second.next_batch(100)
+    for stream in (first, second):
+        stream.next_batch(100)
     started = time.monotonic()
     first.stop()
     stopping_took = time.monotonic() - started
