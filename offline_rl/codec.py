@@ -71,11 +71,15 @@ def _as_list_buffer(buffer: dict) -> dict:
     return {**buffer, "data": list(buffer["data"]), "finalized": False}
 
 
-def unpack_episode_state(data: bytes, *, where: str = "") -> dict:
+def unpack_episode_state(data: bytes, *, where: str = "", floats_as_arrays: bool = False
+                         ) -> dict:
     """Unpacks bytes written by ``pack_episode_state`` or ``pack_multi_agent_episode_state``
     (or RLlib) into the state dict. A column buffer's per-step numpy items of one dtype and
     shape come back as one array stacking them (its ``finalized`` flag as written), other items
     as a list; a multi-agent state's ``agent_episodes`` pairs hold such single-agent states.
+    With ``floats_as_arrays``, items that are all Python floats (rewards as envs give them)
+    come back as one float64 array too, as ``finalize`` makes them: for episodes finalized at
+    once (a list is what appending steps and packing again expect).
 
     Raises ``ValueError``, prefixed with ``where`` (e.g. the file name), when the bytes are not
     a msgpack map or hold a pickled object array, which is refused and never unpickled.
@@ -90,7 +94,7 @@ def unpack_episode_state(data: bytes, *, where: str = "") -> dict:
     """
     prefix = f"{where}: " if where else ""
     try:
-        reader = _Reader(data)
+        reader = _Reader(data, floats_as_arrays)
         state = _read_state(reader)
         if (extra := len(data) - reader.tell()) > 0:
             raise ValueError(f"{extra} byte(s) after the episode state")
@@ -115,10 +119,12 @@ class _RefusedPayload(ValueError):
 class _Reader:
     """msgpack bytes read value by value with msgpack's own ``Unpacker``, peeking at the next
     value's first byte to tell maps and arrays from other values; ``unpack`` reads the next
-    value as msgpack gives it, ``value`` with its msgpack-numpy maps decoded (``_decoded``)."""
+    value as msgpack gives it, ``value`` with its msgpack-numpy maps decoded (``_decoded``);
+    ``floats_as_arrays`` as ``unpack_episode_state`` takes it."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, floats_as_arrays: bool = False):
         self.data = data
+        self.floats_as_arrays = floats_as_arrays
         self.unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
                                          max_buffer_size=max(len(data), 1))
         self.unpacker.feed(data)
@@ -137,6 +143,8 @@ _PAIR = re.compile(rb"\x92")
 #: An array whose first item is a msgpack-numpy map (its first key ``b"nd"``, as packed).
 _NUMPY_ITEMS = re.compile(rb"(?:[\x90-\x9f]|\xdc..|\xdd....)(?:[\x81-\x8f]|\xde..|\xdf....)"
                           rb"\xc4\x02nd", re.DOTALL)
+#: An array whose first item is a float64 (msgpack's packing of a Python float).
+_FLOAT_ITEMS = re.compile(rb"(?:[\x90-\x9f]|\xdc..|\xdd....)\xcb", re.DOTALL)
 
 
 def _read_map(reader: _Reader, field_readers: Mapping[Any, Callable[[_Reader], Any]],
@@ -185,7 +193,15 @@ def _read_agent_pairs(reader: _Reader) -> Any:
 def _read_items(reader: _Reader) -> Any:
     """A buffer's data: a list of numpy items of one dtype and shape as one array stacking
     them, read from their bytes (``_stacked``) where their layout allows, else from the
-    decoded items (``_one_array``); anything else as ``_Reader.value`` reads it."""
+    decoded items (``_one_array``); with ``floats_as_arrays``, Python floats as one float64
+    array (``_stacked_floats``); anything else as ``_Reader.value`` reads it."""
+    if reader.floats_as_arrays and reader.at(_FLOAT_ITEMS):
+        count = reader.unpacker.read_array_header()
+        floats = _stacked_floats(reader.data, reader.tell(), count)
+        if floats is None:
+            return _one_array(_decoded([reader.unpack() for _ in range(count)]))
+        reader.unpacker.read_bytes(FLOAT_BYTES * count)
+        return floats
     if not reader.at(_NUMPY_ITEMS):
         value = reader.value()
         return _one_array(value) if isinstance(value, list) else value
@@ -227,10 +243,25 @@ def _stacked(data: bytes, start: int, stride: int, count: int, first: Any) -> np
         return None
     head = stride - len(first[b"data"])
     rows = np.frombuffer(data, np.uint8, count * stride, start).reshape(count, stride)
-    if not (rows[1:, :head] == rows[0, :head]).all():
+    if rows[:, :head].tobytes() != data[start:start + head] * count:
         return None
     dtype, shape = layout
     return rows[:, head:].copy().view(dtype).reshape(count, *shape)
+
+
+#: Bytes of a msgpack float64: its type byte, then the number, big-endian.
+FLOAT_BYTES = 9
+
+
+def _stacked_floats(data: bytes, start: int, count: int) -> np.ndarray | None:
+    """The ``count`` values at ``start`` in ``data`` as one float64 array, when each is a
+    msgpack float64; ``None`` for anything else (decoded item by item)."""
+    if start + count * FLOAT_BYTES > len(data):
+        return None
+    items = np.frombuffer(data, np.uint8, count * FLOAT_BYTES, start).reshape(count, FLOAT_BYTES)
+    if not (items[:, 0] == 0xCB).all():
+        return None
+    return items[:, 1:].copy().view(">f8").ravel().astype(np.float64)
 
 
 def _numpy_layout(item: Any) -> tuple[np.dtype, tuple[int, ...]] | None:

@@ -76,6 +76,22 @@ def test_fixture_rows_decode_like_msgpack_numpy_and_repack_byte_identical():
                                     strict_map_key=False)
         np.testing.assert_equal(state, reference)
         assert pack_episode_state(state) == item
+        np.testing.assert_equal(unpack_episode_state(item, floats_as_arrays=True), reference)
+
+
+def test_python_floats_come_back_as_one_float64_array_when_asked():
+    rewards = [1.0, -0.5, float("nan"), 2.25]
+    item = pack_episode_state({"rewards": {"data": rewards, "lookback": 0}, "mixed": [1.0, 2]})
+    assert unpack_episode_state(item)["rewards"]["data"][:2] == [1.0, -0.5]
+    state = unpack_episode_state(item, floats_as_arrays=True)
+    assert state["rewards"]["data"].dtype == np.float64
+    np.testing.assert_array_equal(state["rewards"]["data"], rewards)
+    assert state["mixed"] == [1.0, 2]
+    for not_all_floats in ([1.0, 2, 3.0], [1.0, "a"], [1.0, np.float32(2)]):
+        item = pack_episode_state({"rewards": {"data": not_all_floats, "lookback": 0}})
+        np.testing.assert_equal(
+            unpack_episode_state(item, floats_as_arrays=True)["rewards"]["data"],
+            unpack_episode_state(item)["rewards"]["data"])
 
 
 def _object_array_payload(marker: Path) -> bytes:

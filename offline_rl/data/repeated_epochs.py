@@ -22,7 +22,7 @@ import ray.data
 from offline_rl.data.batch_stream import EPOCH_COLUMN
 from offline_rl.data.call_output import arrow_table
 from offline_rl.data.input_reader import quiet_data_context
-from offline_rl.data.prelearner import map_in_process
+from offline_rl.data.prelearner import map_in_process, overrides_call
 
 #: PreLearner calls planned per execution, at least: the execution starts again after them,
 #: with a new PreLearner pool (a stall of seconds: about 3 s for one actor on 2 CPUs; 14 actors
@@ -53,7 +53,9 @@ class EpochsPreLearner:
     many epochs: call ``id`` is part ``id % len(parts)`` of epoch ``first_epoch + id //
     len(parts)``. The parts come in a new order every epoch and the rows of each part's output
     in a new order every time, both drawn from ``plan_seed``, so every actor agrees on them and
-    a seeded run repeats them. Each output row is tagged with its epoch (``EPOCH_COLUMN``).
+    a seeded run repeats them (episode inputs' rows, drawn from the PreLearner's episode buffer
+    already at random, keep their order). Each output row is tagged with its epoch
+    (``EPOCH_COLUMN``).
 
     Examples:
         >>> import gymnasium as gym, numpy as np, pyarrow as pa, ray
@@ -78,6 +80,8 @@ class EpochsPreLearner:
         self.first_epoch = first_epoch
         self.plan_seed = plan_seed
         self.prelearner = prelearner_class(**prelearner_kwargs)
+        self._shuffles_rows = (overrides_call(prelearner_class)
+                               or not self.prelearner.config.reads_episodes)
         #: The last epoch mapped and its order of the parts (drawn once per epoch, not per call).
         self._part_order: tuple[int, np.ndarray] = (-1, np.arange(0))
 
@@ -101,9 +105,10 @@ class EpochsPreLearner:
             return {}
         columns = {name: np.asarray(column) for name, column in columns.items()}
         rows = len(next(iter(columns.values())))
-        order = np.random.default_rng((self.plan_seed, epoch, int(part))).permutation(rows)
-        return {**{name: column[order] for name, column in columns.items()},
-                EPOCH_COLUMN: np.full(rows, epoch, np.int64)}
+        if self._shuffles_rows:
+            order = np.random.default_rng((self.plan_seed, epoch, int(part))).permutation(rows)
+            columns = {name: column[order] for name, column in columns.items()}
+        return {**columns, EPOCH_COLUMN: np.full(rows, epoch, np.int64)}
 
 
 def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,

@@ -100,6 +100,8 @@ class InfiniteLookbackBuffer:
         if one_hot_discrete and self.space is None:
             raise ValueError("one_hot_discrete needs the buffer's space, but it has none")
         if indices is None:
+            if not one_hot_discrete:  # every item after the lookback: the common call
+                return self.data[self.lookback:]
             indices = slice(None)
         if isinstance(indices, slice):
             return self._get_range(indices, neg_index_as_lookback, fill, one_hot_discrete)

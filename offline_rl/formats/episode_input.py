@@ -45,7 +45,7 @@ def decode_item(item: bytes, where: str) -> SingleAgentEpisode | MultiAgentEpiso
     """One ``item`` value -> a finalized episode: a ``SingleAgentEpisode``, or a
     ``MultiAgentEpisode`` for a multi-agent episode's state; errors name ``where``."""
     try:
-        state = unpack_episode_state(item, where=where)
+        state = unpack_episode_state(item, where=where, floats_as_arrays=True)
         kind = MultiAgentEpisode if "agent_episodes" in state else SingleAgentEpisode
         return kind.from_state(state).to_numpy()
     except ValueError as error:
