@@ -197,6 +197,10 @@ def test_from_state_rejects_malformed_states():
     with pytest.raises(ValueError, match="must be a list or array, got dict"):
         InfiniteLookbackBuffer.from_state({"data": {}, "lookback": 0, "finalized": False,
                                            "space": None})
+    for lookback in (-2, 1.5, "1", True):
+        with pytest.raises(ValueError, match=f"lookback must be an int >= 0, got {lookback!r}"):
+            InfiniteLookbackBuffer.from_state({"data": [1, 2, 3], "lookback": lookback,
+                                               "finalized": False, "space": None})
 
 
 def test_non_positive_slice_step_is_rejected():

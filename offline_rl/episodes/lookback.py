@@ -152,11 +152,12 @@ class InfiniteLookbackBuffer:
         missing = [key for key in ("data", "lookback", "finalized", "space") if key not in state]
         if missing:
             raise ValueError(f"buffer state is missing {missing}")
-        data = state["data"]
+        data, lookback = state["data"], state["lookback"]
         if not isinstance(data, (list, np.ndarray)):
             raise ValueError(f"buffer data must be a list or array, got {type(data).__name__}")
-        buffer = cls(data, lookback=int(state["lookback"]),
-                     space=shared_space_from_dict(state["space"]))
+        if isinstance(lookback, bool) or not isinstance(lookback, int | np.integer) or lookback < 0:
+            raise ValueError(f"buffer lookback must be an int >= 0, got {lookback!r:.80}")
+        buffer = cls(data, lookback=int(lookback), space=shared_space_from_dict(state["space"]))
         buffer.finalized = bool(state["finalized"])
         return buffer
 
