@@ -4,6 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 # The CPU build of torch; see README.md for GPU installs (override TORCH=...).
 TORCH  ?= torch==2.13.0
+# pytest-xdist workers for `make test` and `make test-fast` (0: one process): each has its own Ray
+# instance, and each test file runs whole on one of them (its module fixtures built once).
+TEST_WORKERS ?= 2
+TEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile
 DEMO_DATA := data/cartpole-expert
 DEMO_RUN  := runs/demo
 
@@ -30,11 +34,11 @@ demo: $(DEMO_DATA)/dataset.json
 	$(BIN)/offline-rl plot $(DEMO_RUN)
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(TEST_PARALLEL)
 
 # The inner loop: everything but the tests marked slow (CI runs the whole suite).
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -m "not slow and not gpu"
+	$(BIN)/python -m pytest $(TEST_PARALLEL) -m "not slow and not gpu"
 
 # The documentation site, into site/ (tests/test_docs.py builds it too and runs its code blocks).
 docs: $(VENV)/.installed

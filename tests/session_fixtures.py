@@ -1,9 +1,11 @@
 """Session fixtures shared by the tests and the docstring examples (loaded with ``-p`` in
 pyproject.toml, so that doctests under offline_rl/ and connectors/ see them too): one local Ray
-instance and a small recorded CartPole dataset, which examples know as ``cartpole_data``."""
+instance (one per pytest-xdist worker) and a small recorded CartPole dataset, which examples know
+as ``cartpole_data``."""
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -15,6 +17,18 @@ from _pytest.doctest import DoctestItem
 RAY_OPTIONS = {"num_cpus": 2, "include_dashboard": False}
 #: Seconds a test module's Ray CPUs may take to be given back after its last test.
 CPU_RELEASE_TIMEOUT_S = 30
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test``: ``-n 2``), the workers share the machine's cores: each
+    worker's torch (and that of the commands it runs) takes its share of them as threads, as Ray
+    gives its own workers ``OMP_NUM_THREADS``, unless ``OMP_NUM_THREADS`` is set already. Two
+    workers with two threads each on 2 cores spend CPU on torch's threads waiting for one
+    another that the other worker's tests need."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        share = max(1, len(os.sched_getaffinity(0)) // workers)
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
 
 
 @pytest.fixture(scope="session")
