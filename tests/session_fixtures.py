@@ -27,8 +27,9 @@ def pytest_configure(config):
     another that the other worker's tests need."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        share = max(1, len(os.sched_getaffinity(0)) // workers)
-        os.environ.setdefault("OMP_NUM_THREADS", str(share))
+        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # Linux
+                 else os.cpu_count() or 1)
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cores // workers)))
 
 
 @pytest.fixture(scope="session")
