@@ -249,8 +249,9 @@ def _stacked(data: bytes, start: int, stride: int, count: int, first: Any) -> np
     return rows[:, head:].copy().view(dtype).reshape(count, *shape)
 
 
-#: Bytes of a msgpack float64: its type byte, then the number, big-endian.
-FLOAT_BYTES = 9
+#: A msgpack float64: its type byte (0xcb), then the number, big-endian.
+_MSGPACK_FLOAT = np.dtype([("type", np.uint8), ("value", ">f8")])
+FLOAT_BYTES = _MSGPACK_FLOAT.itemsize
 
 
 def _stacked_floats(data: bytes, start: int, count: int) -> np.ndarray | None:
@@ -258,10 +259,10 @@ def _stacked_floats(data: bytes, start: int, count: int) -> np.ndarray | None:
     msgpack float64; ``None`` for anything else (decoded item by item)."""
     if start + count * FLOAT_BYTES > len(data):
         return None
-    items = np.frombuffer(data, np.uint8, count * FLOAT_BYTES, start).reshape(count, FLOAT_BYTES)
-    if not (items[:, 0] == 0xCB).all():
+    items = np.frombuffer(data, _MSGPACK_FLOAT, count, start)
+    if not (items["type"] == 0xCB).all():
         return None
-    return items[:, 1:].copy().view(">f8").ravel().astype(np.float64)
+    return items["value"].astype(np.float64)
 
 
 def _numpy_layout(item: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
