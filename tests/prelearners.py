@@ -77,3 +77,20 @@ class Stalls(OfflinePreLearner):
             return super().__call__(batch)
         pathlib.Path(self.started).touch()
         threading.Event().wait()
+
+
+class StartsSlowly(OfflinePreLearner):
+    """In a Ray Data actor, touches the file ``started`` while it is built, then never finishes
+    being built: an execution whose PreLearner actors are starting until it is stopped.
+    (Built in the driver, which checks the first rows, it maps them as usual.)"""
+
+    def __init__(self, *args, started: str, **kwargs):
+        import pathlib
+        import threading
+
+        import ray
+
+        super().__init__(*args, **kwargs)
+        if ray.get_runtime_context().get_actor_id() is not None:
+            pathlib.Path(started).touch()
+            threading.Event().wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -185,6 +186,36 @@ def test_stopping_a_stream_shuts_down_the_materialization_it_is_building(ray_ses
     stream_threads = [thread for thread in set(threading.enumerate()) - streams_before
                       if thread.name == "offline-rl-batch-stream"]
     assert stream_threads == []
+
+
+def test_a_streamed_epoch_stopped_while_its_prelearners_start_ends_quietly(ray_session,
+                                                                           tmp_path, bc_config):
+    """Each streamed epoch is a Ray Data execution of its own, its PreLearner actors started
+    anew, so a run that stops at an epoch's end stops one whose actors are starting: ``stop()``
+    must end that execution and its thread, and Ray Data must not report the actors it kills as
+    the execution's failure (it logged an ERROR with a traceback, and "execution failed")."""
+    started = tmp_path / "started"
+    config = bc_config.offline_data(
+        materialize_mapped_data=False, prelearner_class="tests.prelearners:StartsSlowly",
+        prelearner_kwargs={"started": str(started)})
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("ray.data").addHandler(handler)
+    streams_before = set(threading.enumerate())
+    try:
+        data = OfflineData(config, SPACES).start()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "no PreLearner actor started"
+        data.stop()
+    finally:
+        logging.getLogger("ray.data").removeHandler(handler)
+    assert [thread for thread in set(threading.enumerate()) - streams_before
+            if thread.name == "offline-rl-batch-stream"] == []
+    assert [record.getMessage() for record in records if record.levelno >= logging.ERROR
+            or "execution failed" in record.getMessage()] == []
 
 
 def test_a_stopped_algorithm_leaves_no_ray_data_iteration_running(ray_session, bc_config):

@@ -31,7 +31,7 @@ from offline_rl.data.pipeline_stats import pipeline_figures, split_stats_summary
 from offline_rl.data.prelearner import OfflinePreLearner, map_batches_callable, map_in_process
 from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
-from offline_rl.data.stoppable_executions import materialize
+from offline_rl.data.stoppable_executions import materialize, stoppable
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.placement import (
     available_cpus,
@@ -259,9 +259,8 @@ class OfflineData:
             fn_constructor_kwargs=self._prelearner_kwargs(),
             **self._pool_kwargs,
         )
-        if config.offline_data.materialize_mapped_data:
-            dataset = materialize(dataset)
-        self.dataset = dataset
+        self.dataset = (materialize(dataset) if config.offline_data.materialize_mapped_data
+                        else stoppable(dataset))
         return self.dataset
 
     def _prelearner_kwargs(self) -> dict[str, Any]:

@@ -1,16 +1,19 @@
 """Ray Data executions that one thread runs and another can stop.
 
-A stream builds its dataset in a background thread: reading, mapping and ``materialize()``
-can take minutes. Stopping the stream must stop that execution too; left running, it keeps
-Ray Data's executor busy after the pipeline's actors are gone, and touches Ray after
+A stream builds and iterates its dataset in a background thread: reading, mapping and
+``materialize()`` can take minutes, and each streamed epoch is an execution of its own.
+Stopping the stream must stop that execution too; left running, it keeps Ray Data's executor
+busy after the pipeline's actors are gone (an execution whose actors are killed while they
+start logs their deaths as its failure, with a traceback), and touches Ray after
 ``ray.shutdown()`` (Ray Data then even starts a new local Ray instance). Ray Data has no
 public way to cancel an execution, but it calls an ``ExecutionCallback`` when one starts and
-at each step of its scheduling loop: ``materialize`` registers one on the dataset, which
+at each step of its scheduling loop: ``stoppable`` registers one on the dataset, which
 records the thread that started each execution, and ends the execution at its next step
 (about every 0.1 s at most) once ``stop_executions`` has stopped that thread. Ray Data then
 shuts the executor down itself, its actors with it (shutting it down from another thread
 instead can leave the actors of an execution that was just starting behind). Ray Data's log of
-that error, in the stopped thread, is dropped: it reports the stop itself.
+that error and its "execution failed" line, in the stopped thread, are dropped: they report
+the stop itself.
 
 Examples:
     >>> import threading
@@ -74,29 +77,39 @@ class _StopWhenAsked(ExecutionCallback):
 
 
 class _QuietWhenStopped(logging.Filter):
-    """Drops Ray Data's report of an execution error ("Exception occurred in Ray Data or Ray
-    Core internal code") in a stopped thread: the error is the stop."""
+    """Drops what Ray Data logs of an execution in a stopped thread: its report of the error
+    ("Exception occurred in Ray Data or Ray Core internal code", with a traceback) and its
+    "execution failed" line; the error is the stop."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         with _lock:
             return threading.current_thread() not in _stopped
 
 
+#: The loggers of Ray Data's error reports and its executor's lines.
+_QUIETED_LOGGERS = ("ray.data.exceptions", "ray.data._internal.execution.streaming_executor")
 _QUIET_WHEN_STOPPED = _QuietWhenStopped()
+
+
+def stoppable(dataset: ray.data.Dataset) -> ray.data.Dataset:
+    """``dataset``, whose executions (``materialize``, each ``iter_batches`` pass) end at their
+    next step once ``stop_executions`` has stopped the thread that started them; Ray Data's
+    report of that error in the stopped thread is dropped. Returns ``dataset``."""
+    for name in _QUIETED_LOGGERS:
+        if _QUIET_WHEN_STOPPED not in (logger := logging.getLogger(name)).filters:
+            logger.addFilter(_QUIET_WHEN_STOPPED)
+    context = dataset.context
+    if _StopWhenAsked not in context.custom_execution_callback_classes:
+        context.custom_execution_callback_classes = [
+            *context.custom_execution_callback_classes, _StopWhenAsked]
+    return dataset
 
 
 def materialize(dataset: ray.data.Dataset) -> ray.data.MaterializedDataset:
     """``dataset.materialize()``, stoppable by ``stop_executions`` on the calling thread;
     raises ``ExecutionStopped`` instead of returning the part it had produced when stopped."""
     _refuse_if_stopped(threading.current_thread())
-    errors = logging.getLogger("ray.data.exceptions")
-    if _QUIET_WHEN_STOPPED not in errors.filters:
-        errors.addFilter(_QUIET_WHEN_STOPPED)
-    context = dataset.context
-    if _StopWhenAsked not in context.custom_execution_callback_classes:
-        context.custom_execution_callback_classes = [
-            *context.custom_execution_callback_classes, _StopWhenAsked]
-    materialized = dataset.materialize()
+    materialized = stoppable(dataset).materialize()
     _refuse_if_stopped(threading.current_thread())
     return materialized
 
