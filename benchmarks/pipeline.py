@@ -4,13 +4,17 @@ Records (once, under ``--data``) a CartPole expert dataset of ``--rows`` rows in
 tabular and episodes (100k rows per file), then measures in one Ray instance, data only (no
 learner), env steps (rows) per second:
 
-* ``ray_data_plain``: the ceiling, plain Ray Data on the tabular files: ``read_parquet`` ->
+* ``ray_data_plain``: the ceilings, plain Ray Data on the tabular files: ``read_parquet`` ->
   ``map_batches`` on a one-actor pool returning its numpy batch -> ``iter_batches`` of the
-  train batch size;
+  train batch size, measured after the first batch: ``one_pass`` over the rest of one
+  ``iter_batches`` pass, and ``pass_per_epoch`` over the rest of the first pass and a second
+  one (an execution of its own, its actor started again, as every epoch needs in plain Ray
+  Data);
 * ours, per format, per feed: ``epoch_by_epoch`` (``materialize_mapped_data=False``: each epoch
-  one Ray Data execution) and ``repeated_epochs`` (``materialize_data=True`` too: the raw rows
-  materialized once, many epochs per execution); two epochs after the first batch, the epoch
-  boundary included, with the PreLearner pool Ray's defaults give (one actor on 2 CPUs);
+  one Ray Data execution, held to ``pass_per_epoch``) and ``repeated_epochs``
+  (``materialize_data=True`` too: the raw rows materialized once, many epochs per execution,
+  held to ``one_pass``); two epochs after the first batch, the epoch boundary included, with
+  the PreLearner pool Ray's defaults give (one actor on 2 CPUs);
 * ``prelearner_in_process``: our ``OfflinePreLearner`` called in this process on in-memory
   tables, in the calls Ray Data makes (``benchmarks/formats.py``'s measure);
 * with ``--rllib-python`` (a Python with ``ray[rllib]``: never our dependency), RLlib's own
@@ -18,7 +22,7 @@ learner), env steps (rows) per second:
   ``--rllib-rows`` rows.
 
 Prints one JSON line: [min, median] of ``--runs`` runs of each, and each of our streaming rates
-as a share of plain Ray Data's median.
+as a share of its plain Ray Data ceiling's median.
 
     python benchmarks/pipeline.py [--rows 2000000] [--runs 3] [--rllib-python .venv/bin/python]
 """
@@ -26,6 +30,7 @@ as a share of plain Ray Data's median.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -41,6 +46,9 @@ FEEDS = {"epoch_by_epoch": {"materialize_mapped_data": False},
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 ROWS_PER_FILE = 100_000
 EPOCHS_MEASURED = 2
+#: Each feed's ceiling: plain Ray Data's ``iter_batches`` passes over as many epochs.
+PLAIN_PASSES = {"epoch_by_epoch": ("pass_per_epoch", EPOCHS_MEASURED),
+                "repeated_epochs": ("one_pass", 1)}
 
 RLLIB_CHILD = """
 import json, sys, time
@@ -92,17 +100,20 @@ class NumpyBatch:
         return batch
 
 
-def plain_ray_data_rows_per_s(files: list[str], batch_size: int) -> float:
-    """Rows/s of plain Ray Data over the files, after the first batch."""
+def plain_ray_data_rows_per_s(files: list[str], batch_size: int, passes: int) -> float:
+    """Rows/s of plain Ray Data over the files after the first batch: the rest of the first
+    ``iter_batches`` pass and ``passes - 1`` more, each an execution of its own."""
     import ray.data
 
     dataset = ray.data.read_parquet(files).map_batches(
         NumpyBatch, compute=ray.data.ActorPoolStrategy(size=1), num_cpus=1,
         batch_format="numpy")
-    batches = iter(dataset.iter_batches(batch_size=batch_size, batch_format="numpy"))
-    next(batches)
+    first = iter(dataset.iter_batches(batch_size=batch_size, batch_format="numpy"))
+    next(first)
     started, rows = time.perf_counter(), 0
-    for batch in batches:
+    later = (dataset.iter_batches(batch_size=batch_size, batch_format="numpy")
+             for _ in range(passes - 1))
+    for batch in itertools.chain(first, itertools.chain.from_iterable(later)):
         rows += len(batch["obs"])
     return rows / (time.perf_counter() - started)
 
@@ -118,16 +129,19 @@ def config_for(folder: Path, episodes: bool, feed: dict, batch_size: int):
 
 def our_rows_per_s(config) -> float:
     """Rows/s of ``OfflineData.sample()`` over two epochs after the first batch (so the epoch
-    boundary is in it)."""
+    boundary is in it), up to the second epoch's end (not waiting for the third's rows)."""
     from offline_rl import OfflineData
 
     data = OfflineData(config, SPACES).start()
     try:
         data.sample()
-        stats, rows = data.stream.stats, 0
-        started = time.perf_counter()
-        while stats.epochs_completed < EPOCHS_MEASURED:
-            rows += len(data.sample()["obs"])
+        started, rows, ends = time.perf_counter(), 0, 0
+        while ends < EPOCHS_MEASURED:
+            batch = data.sample(stop_at_epoch_end=True)
+            if batch is None:
+                ends += 1
+            else:
+                rows += len(batch["obs"])
         return rows / (time.perf_counter() - started)
     finally:
         data.stop()
@@ -164,8 +178,9 @@ def main() -> None:
     ray.init(include_dashboard=False, logging_level="ERROR")
     ray.data.DataContext.get_current().enable_progress_bars = False
     tabular_files = parquet_files(folders["tabular"])
-    plain = [plain_ray_data_rows_per_s(tabular_files, args.batch_size)
-             for _ in range(args.runs)]
+    plain = {name: min_median([plain_ray_data_rows_per_s(tabular_files, args.batch_size, passes)
+                               for _ in range(args.runs)])
+             for name, passes in PLAIN_PASSES.values()}
     ours, in_process = {}, {}
     for name, folder in folders.items():
         episodes = name == "episodes"
@@ -175,13 +190,13 @@ def main() -> None:
         config = config_for(folder, episodes, FEEDS["epoch_by_epoch"], args.batch_size)
         in_process[name] = round(prelearner_steps_per_s(config, folder, name, SPACES))
     ray.shutdown()
-    plain_median = statistics.median(plain)
     figures = {
         "rows": args.rows, "batch_size": args.batch_size, "runs": args.runs,
-        "ray_data_plain_rows_per_s": min_median(plain), "ours_rows_per_s": ours,
-        "ours_over_plain_median": {name: {feed: round(rates[1] / plain_median, 3)
-                                          for feed, rates in feeds.items()}
-                                   for name, feeds in ours.items()},
+        "ray_data_plain_rows_per_s": plain, "ours_rows_per_s": ours,
+        "ours_over_plain_median": {
+            name: {feed: round(rates[1] / plain[PLAIN_PASSES[feed][0]][1], 3)
+                   for feed, rates in feeds.items()}
+            for name, feeds in ours.items()},
         "prelearner_in_process_rows_per_s": in_process,
     }
     if args.rllib_python:
