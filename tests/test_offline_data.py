@@ -168,35 +168,21 @@ def test_custom_prelearner_runs_in_the_actor_pool(ray_session, bc_config):
         data.stop()
 
 
-def test_stopping_a_stream_shuts_down_the_materialization_it_is_building(ray_session, tmp_path,
-                                                                         bc_config):
-    """The stream materializes its mapped data in a thread; ``stop()`` must end that
-    execution, not leave it running on (it touched Ray after ``ray.shutdown()`` and made Ray
-    Data start a new local instance)."""
-    started = tmp_path / "started"
-    config = bc_config.offline_data(prelearner_class="tests.prelearners:Stalls",
-                                    prelearner_kwargs={"started": str(started)})
-    streams_before = set(threading.enumerate())
-    data = OfflineData(config, SPACES).start()
-    deadline = time.monotonic() + 60
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert started.exists(), "the PreLearner never got a batch"
-    data.stop()
-    stream_threads = [thread for thread in set(threading.enumerate()) - streams_before
-                      if thread.name == "offline-rl-batch-stream"]
-    assert stream_threads == []
-
-
-def test_a_streamed_epoch_stopped_while_its_prelearners_start_ends_quietly(ray_session,
-                                                                           tmp_path, bc_config):
-    """Each streamed epoch is a Ray Data execution of its own, its PreLearner actors started
-    anew, so a run that stops at an epoch's end stops one whose actors are starting: ``stop()``
-    must end that execution and its thread, and Ray Data must not report the actors it kills as
-    the execution's failure (it logged an ERROR with a traceback, and "execution failed")."""
+@pytest.mark.parametrize(("prelearner", "materialize_mapped_data"),
+                         [("Stalls", True), ("StartsSlowly", False)],
+                         ids=["materializing", "streamed-epoch-starting"])
+def test_stopping_a_stream_ends_its_execution_quietly(ray_session, tmp_path, bc_config,
+                                                      prelearner, materialize_mapped_data):
+    """The stream runs its Ray Data executions in a thread: the materialization of the mapped
+    data, or each streamed epoch (an execution of its own, its PreLearner actors started anew,
+    so a run that stops at an epoch's end stops one whose actors are starting). ``stop()`` must
+    end that execution and its thread: left running, it touched Ray after ``ray.shutdown()``
+    (Ray Data then started a new local instance), and Ray Data reported the actors killed
+    under it as the execution's failure (an ERROR with a traceback, and "execution failed")."""
     started = tmp_path / "started"
     config = bc_config.offline_data(
-        materialize_mapped_data=False, prelearner_class="tests.prelearners:StartsSlowly",
+        materialize_mapped_data=materialize_mapped_data,
+        prelearner_class=f"tests.prelearners:{prelearner}",
         prelearner_kwargs={"started": str(started)})
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
@@ -208,7 +194,7 @@ def test_a_streamed_epoch_stopped_while_its_prelearners_start_ends_quietly(ray_s
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert started.exists(), "no PreLearner actor started"
+        assert started.exists(), "the PreLearner actor never got that far"
         data.stop()
     finally:
         logging.getLogger("ray.data").removeHandler(handler)
