@@ -86,7 +86,7 @@ def keep_ray_data_in_placement_group() -> None:
     placement group: Ray Data otherwise spreads them over the cluster, where the CPUs reserved
     for the trial are not free, and would wait forever. Ray Data's per-operator
     ``ray_remote_args`` cannot reach all of its tasks (file listing, for one), so this sets the
-    process's ``DataContext`` default, which Ray 2.x marks deprecated (warning silenced).
+    process's ``DataContext`` defaults, which Ray 2.x marks deprecated (warnings silenced).
 
     Only the default strategy is the group's: its "large arguments" one stays Ray's, and no
     task's arguments count as large, so every task still goes to the group. With both set to
@@ -103,4 +103,4 @@ def keep_ray_data_in_placement_group() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         context.scheduling_strategy = options["scheduling_strategy"]
-    context.large_args_threshold = sys.maxsize
+        context.large_args_threshold = sys.maxsize
