@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from offline_rl.columns import take_rows
 from offline_rl.data.batch_stream import Batch, BatchStream, StreamPosition, StreamStats
 from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
 
@@ -114,7 +115,7 @@ class MixedStream:
         self._count_epochs()
         if not stop_at_epoch_end:
             self._reported_epochs = self.stats.epochs_completed
-        return {name: column[order] for name, column in batch.items()}
+        return take_rows(batch, order)
 
     def _take(self, index: int, stream: BatchStream, count: int) -> Batch:
         try:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import ray
 import ray.data
 
+from offline_rl.columns import take_rows
 from offline_rl.data.batch_stream import EPOCH_COLUMN
 from offline_rl.data.call_output import arrow_table
 from offline_rl.data.input_reader import quiet_data_context
@@ -107,7 +108,7 @@ class EpochsPreLearner:
         rows = len(next(iter(columns.values())))
         if self._shuffles_rows:
             order = np.random.default_rng((self.plan_seed, epoch, int(part))).permutation(rows)
-            columns = {name: column[order] for name, column in columns.items()}
+            columns = take_rows(columns, order)
         return {**columns, EPOCH_COLUMN: np.full(rows, epoch, np.int64)}
 
 

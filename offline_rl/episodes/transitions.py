@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from offline_rl.columns import Columns
+from offline_rl.columns import Columns, take_rows
 from offline_rl.episodes.episode import SingleAgentEpisode
 
 
@@ -54,7 +54,7 @@ class Transitions:
         spans up to ``n_step`` steps of its episode (``n_step`` column): its reward is the
         ``gamma``-discounted sum over them, its next observation and done flags those of its
         last step, as ``EpisodeReplayBuffer.sample(n_step=...)`` builds them."""
-        batch = {name: values[indices] for name, values in self.columns.items()}
+        batch = take_rows(self.columns, indices)
         if n_step == 1:
             return batch
         steps = np.minimum(n_step, self._episode_ends[indices] - indices)
@@ -63,8 +63,8 @@ class Transitions:
         batch[Columns.REWARDS] = sum(
             np.where(k < steps, gamma ** k * rewards[np.minimum(indices + k, last)], 0.0)
             for k in range(n_step)).astype(rewards.dtype)
-        for name in (Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS):
-            batch[name] = self.columns[name][last]
+        batch.update(take_rows({name: self.columns[name] for name in (
+            Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS)}, last))
         batch[Columns.N_STEP] = steps
         return batch
 
