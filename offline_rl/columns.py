@@ -1,12 +1,8 @@
-"""Column names shared by datasets, episodes, connectors and learners (RLlib's ``Columns``),
-and the one way rows are taken from a batch of columns."""
+"""Column names shared by datasets, episodes, connectors and learners (RLlib's ``Columns``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
-
-import numpy as np
 
 
 class Columns:
@@ -68,18 +64,3 @@ SCHEMA = MappingProxyType(
 #: The column of a multi-agent episodes file (beside ``item``) listing each episode's agents,
 #: so that they are mapped to modules before any episode is decoded.
 EPISODE_AGENTS = "agent_ids"
-
-
-def take_rows(columns: Mapping[str, np.ndarray], rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Each column's ``rows`` (integer positions, in their order), by ``np.take`` along the
-    first axis, which numpy 2 does about ten times faster than indexing (``column[rows]``) for
-    columns of more than one dimension, such as observations (15 us against 186 for 7,693 rows
-    of 4 floats).
-
-    Examples:
-        >>> batch = take_rows({"obs": np.arange(6).reshape(3, 2), "t": np.arange(3)},
-        ...                   np.array([2, 0]))
-        >>> batch["obs"].tolist(), batch["t"].tolist()
-        ([[4, 5], [0, 1]], [2, 0])
-    """
-    return {name: np.take(column, rows, axis=0) for name, column in columns.items()}

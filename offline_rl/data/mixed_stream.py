@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from offline_rl.columns import take_rows
 from offline_rl.data.batch_stream import Batch, BatchStream, StreamPosition, StreamStats
 from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
+from offline_rl.rows import take_rows
 
 
 def mix_counts(weights: Sequence[float], taken: Sequence[int], num_rows: int) -> list[int]:

@@ -19,11 +19,11 @@ import pyarrow as pa
 import ray
 import ray.data
 
-from offline_rl.columns import take_rows
 from offline_rl.data.batch_stream import EPOCH_COLUMN
 from offline_rl.data.call_output import arrow_table
 from offline_rl.data.input_reader import quiet_data_context
 from offline_rl.data.prelearner import map_in_process, overrides_call
+from offline_rl.rows import take_rows
 
 #: PreLearner calls planned per execution, at least: the execution starts again after them,
 #: with a new PreLearner pool (a stall of seconds: about 3 s for one actor on 2 CPUs; 14 actors

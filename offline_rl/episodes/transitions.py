@@ -21,8 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from offline_rl.columns import Columns, take_rows
+from offline_rl.columns import Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.rows import take_rows
 
 
 class Transitions:
