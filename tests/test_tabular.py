@@ -11,10 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors import default_learner_pipeline
+from offline_rl.columns import SCHEMA
 from offline_rl.data.prelearner import EPISODE_BOOKKEEPING
 from offline_rl.formats.tabular import (
     DataFormatError,
     column_to_numpy,
+    episode_ends,
     resolve_schema,
     rows_to_episodes,
     rows_to_train_columns,
@@ -123,3 +125,30 @@ def test_list_and_fixed_size_list_columns_become_2d_arrays():
     np.testing.assert_array_equal(column_to_numpy(fixed, "x"), [[0, 1, 2], [3, 4, 5]])
     listed = pa.chunked_array([pa.array([[0.0, 1.0]]), pa.array([[2.0, 3.0]])])
     np.testing.assert_array_equal(column_to_numpy(listed, "x"), [[0, 1], [2, 3]])
+
+
+@pytest.mark.parametrize("order", ["recorded", "interleaved", "shuffled"])
+@pytest.mark.parametrize("with_t", [True, False])
+def test_episode_ends_are_the_same_whatever_the_rows_order(order, with_t):
+    # Stretches of one episode's rows take a cheaper path than Arrow's group_by; an id that
+    # comes back after another's rows goes through group_by. Both name the same episodes.
+    lengths = {"whole": 4, "tail": 3, "head": 2, "open": 3, "ended-here": 1}
+    starts = {"whole": 0, "tail": 5, "head": 0, "open": 0, "ended-here": 9}
+    ends = {"whole", "tail", "ended-here"}
+    ids, t, done = [], [], []
+    for eps_id, length in lengths.items():
+        for step in range(length):
+            ids.append(eps_id)
+            t.append(starts[eps_id] + step)
+            done.append(eps_id in ends and step == length - 1)
+    rows = np.arange(len(ids))
+    if order == "interleaved":
+        rows = np.concatenate([rows[::2], rows[1::2]])
+    elif order == "shuffled":
+        rows = np.random.default_rng(0).permutation(rows)
+    columns = {"eps_id": np.array(ids)[rows], "t": np.array(t)[rows]}
+    table = pa.table(columns if with_t else {"eps_id": columns["eps_id"]})
+    open_ids, ended_ids = episode_ends(table, {"terminateds": np.array(done)[rows]}, SCHEMA)
+    assert sorted(open_ids) == ["head", "open"]
+    # Without t no episode is known to be whole here, so every ended one is noted.
+    assert sorted(ended_ids) == ["ended-here", "tail"] + ([] if with_t else ["whole"])

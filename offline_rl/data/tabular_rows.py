@@ -100,6 +100,8 @@ class RowReader:
             if name not in table.column_names:
                 continue
             column = table.column(name)
+            if column.null_count == len(column):
+                continue
             named = pc.invert(pc.is_null(column, nan_is_null=True))  # a pandas batch: NaN
             if allowed is not None:
                 named = pc.and_kleene(named, pc.not_equal(pc.cast(column, pa.string()), allowed))

@@ -166,7 +166,9 @@ def nonfinite_rows(columns: Mapping[str, np.ndarray]) -> np.ndarray:
     mask = np.zeros(len(next(iter(columns.values()))), dtype=bool)
     for values in columns.values():
         if values.dtype.kind == "f":
-            mask |= ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+            finite = np.isfinite(values)
+            if not finite.all():
+                mask |= ~finite.reshape(len(values), -1).all(axis=1)
     return mask
 
 
@@ -202,7 +204,8 @@ def observations_outside(columns: Mapping[str, np.ndarray], space: gym.Space | N
         if values.shape[1:] != space.shape:
             continue
         outside = (values < space.low) | (values > space.high)
-        mask |= outside.reshape(len(values), -1).any(axis=1)
+        if outside.any():
+            mask |= outside.reshape(len(values), -1).any(axis=1)
     return mask
 
 
