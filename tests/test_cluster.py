@@ -89,7 +89,7 @@ def ray_cluster() -> Iterator[Cluster]:
                                     start_new_session=True)
         cleanup.callback(_stop_head, head, temp_dir)
         cluster = Cluster(gcs_port, f"http://127.0.0.1:{dashboard_port}", env)
-        _wait_until_ready(cluster, head, log_path)
+        _wait_until_ready(cluster, head, log_path, agent_port)
         yield cluster
 
 
@@ -147,8 +147,12 @@ def _cluster_env(temp_dir: str) -> dict[str, str]:
     return env
 
 
-def _wait_until_ready(cluster: Cluster, head: subprocess.Popen, log_path: Path) -> None:
-    """Polls the job server until it answers (or the head exits, or the deadline passes)."""
+def _wait_until_ready(cluster: Cluster, head: subprocess.Popen, log_path: Path,
+                      agent_port: int) -> None:
+    """Polls the job server until it answers and the head's dashboard agent, which runs the
+    submitted jobs, listens (or the head exits, or the deadline passes): the job server
+    answers before the agent is up, and a submission waits only 10 s for it ("No available
+    agent to submit job", seen on a loaded 2-core machine)."""
     request = urllib.request.Request(f"{cluster.address}/api/jobs/", headers={
         "Authorization": f"Bearer {cluster.env['RAY_AUTH_TOKEN']}"})
     deadline = time.monotonic() + HEAD_START_TIMEOUT
@@ -156,7 +160,8 @@ def _wait_until_ready(cluster: Cluster, head: subprocess.Popen, log_path: Path) 
         if head.poll() is not None:
             pytest.fail(f"ray start exited with {head.returncode}:\n{log_path.read_text()}")
         with contextlib.suppress(OSError):  # refused, reset, or HTTP errors while starting
-            with urllib.request.urlopen(request, timeout=5):
+            with (urllib.request.urlopen(request, timeout=5),
+                  socket.create_connection(("127.0.0.1", agent_port), timeout=5)):
                 return
         time.sleep(0.5)
     pytest.fail(f"the job server did not answer in {HEAD_START_TIMEOUT} s:\n{log_path.read_text()}")
