@@ -4,10 +4,12 @@ search in docs/guide/tune.md, whose code tests/test_docs.py runs)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
 
+import pyarrow.parquet as pq
 import pytest
 
 from offline_rl import BCConfig
@@ -121,3 +123,44 @@ def test_parallel_evaluation_needs_evaluation_runners():
     with pytest.raises(ConfigError, match=r"evaluation_parallel_to_training: needs "
                                           r"evaluation_num_env_runners >= 1"):
         config.validate()
+
+
+def test_a_read_in_a_trials_placement_group_lists_footers_with_one_actor(ray_session,
+                                                                         cartpole_data):
+    """In a trial's placement group the input is read with Ray Data's V2 Parquet datasource,
+    whose footer listing starts 32 actors by default, however few the files: ours start
+    ``FOOTER_READERS``."""
+    import gymnasium as gym
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    from offline_rl.data.input_reader import FOOTER_READERS, FOOTER_READERS_ENV, read_input
+    from offline_rl.placement import keep_ray_data_in_placement_group
+
+    def footer_readers_started() -> int:  # GCS's table holds every actor ever created
+        return sum(actor["ActorClassName"] == "FooterReader"
+                   for actor in ray._private.state.state.actor_table(None).values())
+
+    @ray.remote(num_cpus=0)
+    def read_rows(data_config) -> tuple[int, bool]:
+        keep_ray_data_in_placement_group()  # as OfflineData does
+        setting = os.environ.get(FOOTER_READERS_ENV)
+        rows = sum(len(batch["rewards"]) for batch in read_input(data_config).iter_batches())
+        return rows, os.environ.get(FOOTER_READERS_ENV) == setting
+
+    env = gym.make("CartPole-v1")
+    data_config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
+                   .data_config((env.observation_space, env.action_space)))
+    group = placement_group([{"CPU": 2}])  # the listing task and its footer reader
+    before = footer_readers_started()
+    try:
+        rows, setting_kept = ray.get(read_rows.options(
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                group, placement_group_capture_child_tasks=True)).remote(data_config))
+    finally:
+        remove_placement_group(group)
+    files = sorted(cartpole_data.rglob("*.parquet"))
+    assert rows == sum(pq.read_metadata(file).num_rows for file in files)
+    assert setting_kept
+    assert footer_readers_started() - before == FOOTER_READERS
