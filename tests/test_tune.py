@@ -1,6 +1,7 @@
 """Ray Tune registration in fresh processes: either import order works, and offline-rl works
-without Ray Tune's extra dependencies (the Tune runs are in test_seed_examples.py, and a grid
-search in docs/guide/tune.md, whose code tests/test_docs.py runs)."""
+without Ray Tune's extra dependencies; trials' resources, and reads in a trial's placement
+group (the Tune runs are in test_seed_examples.py, and a grid search in docs/guide/tune.md,
+whose code tests/test_docs.py runs)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,7 @@ def test_parallel_evaluation_needs_evaluation_runners():
         config.validate()
 
 
+@pytest.mark.slow
 def test_a_read_in_a_trials_placement_group_lists_footers_with_one_actor(ray_session,
                                                                          cartpole_data):
     """In a trial's placement group the input is read with Ray Data's V2 Parquet datasource,
