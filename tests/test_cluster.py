@@ -164,7 +164,8 @@ def _wait_until_ready(cluster: Cluster, head: subprocess.Popen, log_path: Path,
                   socket.create_connection(("127.0.0.1", agent_port), timeout=5)):
                 return
         time.sleep(0.5)
-    pytest.fail(f"the job server did not answer in {HEAD_START_TIMEOUT} s:\n{log_path.read_text()}")
+    pytest.fail(f"the job server or its dashboard agent did not answer in {HEAD_START_TIMEOUT} s:"
+                f"\n{log_path.read_text()}")
 
 
 def _stop_head(head: subprocess.Popen, temp_dir: str) -> None:

@@ -354,7 +354,7 @@ def quiet_data_context(*, preserve_order: bool = False,
         for name, value in saved.items():
             setattr(context, name, value)
         if footer_readers:
-            del os.environ[FOOTER_READERS_ENV]
+            os.environ.pop(FOOTER_READERS_ENV, None)
 
 
 def read_input(config: DataConfig) -> ray.data.Dataset:
