@@ -113,6 +113,42 @@ def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
 
 @pytest.mark.timeout(180)
 @pytest.mark.slow
+def test_an_input_over_one_partition_is_grouped_by_ray_datas_shuffle_into_the_same_episodes(
+        ray_session, tmp_path, monkeypatch):
+    """An input that fits one partition (``PARTITION_BYTES``) is grouped by a sort in Ray tasks;
+    a larger one by the shuffle Ray Data is set to, a partition per ``PARTITION_BYTES``."""
+    from ray.data import DataContext
+    from ray.data.context import ShuffleStrategy
+
+    from offline_rl.recording import convert
+
+    group_by, strategies = convert._group_by, []
+
+    def recorded(rows, key, input_bytes):
+        grouped = group_by(rows, key, input_bytes)
+        strategies.append(rows.context.shuffle_strategy)
+        return grouped
+
+    monkeypatch.setattr(convert, "_group_by", recorded)
+    one = tabular_to_episodes(str(TABULAR), str(tmp_path / "one"))
+    input_bytes = sum(file.stat().st_size for file in TABULAR.rglob("*.parquet"))
+    monkeypatch.setattr(convert, "PARTITION_BYTES", input_bytes // 2 + 1)  # two partitions
+    two = tabular_to_episodes(str(TABULAR), str(tmp_path / "two"))
+    assert strategies == [ShuffleStrategy.SORT_SHUFFLE_PULL_BASED,
+                          DataContext.get_current().shuffle_strategy]
+    assert strategies[1] != strategies[0]
+    assert {key: one[key] for key in ("episodes", "steps", "unfinished_episodes")} == {
+        key: two[key] for key in ("episodes", "steps", "unfinished_episodes")}
+    grouped_once, grouped_twice = read_episodes(tmp_path / "one"), read_episodes(tmp_path / "two")
+    assert sorted(grouped_once) == sorted(grouped_twice) == sorted(fixture_rows_by_episode())
+    for eps_id, episode in grouped_once.items():
+        np.testing.assert_array_equal(episode.get_observations(),
+                                      grouped_twice[eps_id].get_observations())
+        np.testing.assert_array_equal(episode.get_actions(), grouped_twice[eps_id].get_actions())
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_unfinished_episode_is_kept_as_a_chunk_by_default_or_refused_naming_it(ray_session,
                                                                                tmp_path):
     summary = tabular_to_episodes(str(TABULAR), str(tmp_path / "kept"))

@@ -44,6 +44,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import ray
 import ray.data
+from ray.data.context import ShuffleStrategy
+from ray.data.grouped_data import GroupedData
 
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
@@ -135,7 +137,7 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
         [{FILE_INDEX: index, SOURCE: info.path} for index, info in enumerate(files)]
     ).map_batches(_read_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
                   batch_format="pyarrow", fn_kwargs={"filesystem": fs})
-    episodes = rows.groupby(columns[Columns.EPS_ID], _partitions(total)).map_groups(
+    episodes = _group_by(rows, columns[Columns.EPS_ID], total).map_groups(
         rows_to_item, batch_format="pyarrow",
         fn_kwargs={"schema": columns, "compressed": compressed, "incomplete": incomplete})
     return _write(episodes, output, target, max_rows_per_file)
@@ -170,7 +172,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     fragments = ray.data.from_items([{SOURCE: info.path} for info in files]).map_batches(
         _read_json_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
         batch_format="pyarrow", fn_kwargs={"filesystem": fs})
-    episodes = fragments.groupby(EPISODE_ID, _partitions(total)).map_groups(
+    episodes = _group_by(fragments, EPISODE_ID, total).map_groups(
         fragments_to_item, batch_format="pyarrow", fn_kwargs={"incomplete": incomplete})
     return _write(episodes, output, target, max_rows_per_file)
 
@@ -253,9 +255,18 @@ def _check_tabular_columns(file: str, fs: pafs.FileSystem, schema: Mapping[str, 
             "apart")
 
 
-def _partitions(input_bytes: int) -> int:
+def _group_by(rows: ray.data.Dataset, key: str, input_bytes: int) -> GroupedData:
+    """``rows`` grouped by ``key``, for ``map_groups``: in one partition per
+    ``PARTITION_BYTES`` of input (at most ``DataContext.min_parallelism``) by Ray Data's
+    shuffle, or, for an input that fits one partition, by a sort in Ray tasks
+    (``SORT_SHUFFLE_PULL_BASED``), much the quicker on small inputs: RLlib's CartPole recording
+    (200 small files) took 10.3-10.9 s to convert on 2 CPUs with Ray 2.60's default shuffle,
+    and 2.1-2.6 s sorted."""
     limit = ray.data.DataContext.get_current().min_parallelism
-    return max(1, min(limit, -(-input_bytes // PARTITION_BYTES)))
+    partitions = max(1, min(limit, -(-input_bytes // PARTITION_BYTES)))
+    if partitions == 1:  # the dataset's own context, which the datasets made from it share
+        rows.context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    return rows.groupby(key, partitions)
 
 
 def _prepare_output(output: str, filesystem: str | pafs.FileSystem | None, overwrite: bool
