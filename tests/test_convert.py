@@ -139,12 +139,12 @@ def test_an_input_over_one_partition_is_grouped_by_ray_datas_shuffle_into_the_sa
     assert strategies[1] != strategies[0]
     assert {key: one[key] for key in ("episodes", "steps", "unfinished_episodes")} == {
         key: two[key] for key in ("episodes", "steps", "unfinished_episodes")}
-    grouped_once, grouped_twice = read_episodes(tmp_path / "one"), read_episodes(tmp_path / "two")
-    assert sorted(grouped_once) == sorted(grouped_twice) == sorted(fixture_rows_by_episode())
-    for eps_id, episode in grouped_once.items():
+    from_one, from_two = read_episodes(tmp_path / "one"), read_episodes(tmp_path / "two")
+    assert sorted(from_one) == sorted(from_two) == sorted(fixture_rows_by_episode())
+    for eps_id, episode in from_one.items():
         np.testing.assert_array_equal(episode.get_observations(),
-                                      grouped_twice[eps_id].get_observations())
-        np.testing.assert_array_equal(episode.get_actions(), grouped_twice[eps_id].get_actions())
+                                      from_two[eps_id].get_observations())
+        np.testing.assert_array_equal(episode.get_actions(), from_two[eps_id].get_actions())
 
 
 @pytest.mark.timeout(180)
