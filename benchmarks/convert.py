@@ -29,7 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from bc_cartpole import min_median
+from bc_cartpole import min_median, parquet_files
 
 RLLIB_RECORDING = Path(__file__).resolve().parents[1] / "tests/fixtures/rllib_cartpole_tabular"
 
@@ -55,7 +55,7 @@ def figures(path: str, runs: int) -> dict:
 
     from offline_rl.recording.convert import tabular_to_episodes
 
-    files = sorted(Path(path).rglob("*.parquet"))
+    files = parquet_files([path])
     timed: dict[str, list[float]] = {"convert_s": [], "ray_data_groupby_s": [],
                                      "ray_data_sorted_groupby_s": []}
     with tempfile.TemporaryDirectory() as out:
