@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 import os
 import pickle
@@ -187,6 +188,8 @@ def test_crafted_pickle_in_a_compressed_column_is_refused_without_running(
     ("rewards", ["abc"] * 8, r"column 'rewards' holds strings \('abc' in row 0\).*numbers"),
     ("terminateds", ["False"] * 8, r"column 'terminateds' holds strings.*booleans"),
     ("actions", ["1"] * 8, r"column 'actions' holds strings.*numbers"),
+    ("rewards", pa.array([decimal.Decimal("1.5")] * 8), r"column 'rewards' holds Decimal values "
+                                                        r"\(Decimal\('1\.5'\) in row 0\)"),
 ])
 def test_strings_are_never_read_as_numbers_or_flags(tmp_path, bc_config, column, values,
                                                     expected):
@@ -264,13 +267,25 @@ def test_every_format_gets_the_same_checks(ray_session, tmp_path, bc_config, sou
             algo.train()
 
 
-def test_episode_flags_must_be_booleans(tmp_path):
+@pytest.mark.parametrize(("field", "key", "value", "expected"), [
+    ("is_terminated", None, "False", r"'is_terminated' must be a bool, got str 'False'"),
+    ("t_started", None, "5", r"'t_started' must be an int >= 0 \(a timestep\), got str '5'"),
+    ("t", None, -1, r"'t' must be an int >= 0 \(a timestep\), got int -1"),
+    ("observations", "lookback", 10**9, r"field 'observations': buffer lookback 1000000000 is "
+                                        r"more than the buffer's 3 items"),
+    ("rewards", "lookback", -2, r"field 'rewards': buffer lookback must be an int >= 0, got -2"),
+    ("actions", "lookback", 1, r"buffers have different lookbacks \(\{'observations': 0, "
+                               r"'infos': 0, 'actions': 1, 'rewards': 0\}\)"),
+])
+def test_episode_state_fields_are_checked_with_their_cause(field, key, value, expected):
     state = SingleAgentEpisode("e0", observations=np.zeros((3, 4), np.float32), actions=[0, 1],
                                rewards=[1.0, 1.0], terminated=True,
                                len_lookback_buffer=0).get_state()
-    state["is_terminated"] = "False"
-    with pytest.raises(DataFormatError, match=r"a\.parquet \(column 'item'\).*'is_terminated' "
-                                              r"must be a bool, got str 'False'"):
+    if key is None:
+        state[field] = value
+    else:
+        state[field] = {**state[field], key: value}
+    with pytest.raises(DataFormatError, match=r"a\.parquet \(column 'item'\).*" + expected):
         decode_episode(pack_episode_state(state), "a.parquet (column 'item')")
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import ray
 
-from offline_rl import COMPONENT_RL_MODULE, Algorithm
+from offline_rl import COMPONENT_RL_MODULE, Algorithm, MARWILConfig
 from offline_rl.algorithms.checkpoint import read_algorithm_state
 from offline_rl.algorithms.checkpoint_schedule import PeriodicCheckpoints
 from offline_rl.errors import ConfigError
@@ -71,6 +71,13 @@ def test_checkpoint_restores_weights_and_counters(ray_session, bc_config, tmp_pa
     with pytest.raises(ConfigError, match="the saved module does not fit the module this config "
                                           "builds .*Algorithm.from_checkpoint"):
         Algorithm.from_checkpoint(path, config=other_module)
+    marwil = (MARWILConfig().environment("CartPole-v1")
+              .offline_data(input_=bc_config.sections.offline_data.input_).rl_module(
+                  model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "relu"}))
+    with pytest.raises(ConfigError, match=r"checkpoint is a checkpoint of BC, and this algorithm "
+                                          r"is MARWIL: restore it with Algorithm.from_checkpoint"
+                                          r"\(path\), which builds BC"):
+        Algorithm.from_checkpoint(path, config=marwil)
     assert cpus_held_after(timeout_s=5) == 0  # the failed build was stopped: nothing stays held
 
 

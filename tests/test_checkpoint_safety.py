@@ -53,3 +53,13 @@ def test_a_crafted_config_file_is_refused_and_never_runs(tmp_path):
                                           r"build Python objects are refused"):
         Algorithm.from_checkpoint(folder)
     assert not marker.exists()
+
+
+def test_layers_too_large_to_allocate_are_a_config_error_naming_them(tmp_path):
+    folder = checkpoint_folder(tmp_path)
+    BCConfig.from_yaml(folder / CONFIG_FILE).rl_module(
+        model_config={"fcnet_hiddens": [4 * 10**12]}).to_yaml(folder / CONFIG_FILE)
+    with pytest.raises(ConfigError, match=r"DefaultTorchRLModule's weights do not fit in memory "
+                                          r"with model_config \{'fcnet_hiddens': \[4000000000000\]"
+                                          r".*allocate.*; choose smaller layers"):
+        load_module(folder)

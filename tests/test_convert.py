@@ -27,7 +27,7 @@ from offline_rl.recording.convert import (
     sample_batches_to_episodes,
     tabular_to_episodes,
 )
-from offline_rl.recording.output_folder import MANIFEST_FOLDER
+from offline_rl.recording.manifests import MANIFEST_FOLDER
 from offline_rl.recording.writer import EpisodeWriter
 
 FIXTURES = Path(__file__).parent / "fixtures"

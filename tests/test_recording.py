@@ -20,7 +20,7 @@ from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.formats.tabular import table_to_numpy
-from offline_rl.recording.output_folder import MANIFEST_FOLDER
+from offline_rl.recording.manifests import MANIFEST_FOLDER
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder import Recorder, _EnvRunner
 from offline_rl.recording.recorder_config import RecorderConfig

@@ -20,7 +20,7 @@ from offline_rl.cli import main
 from offline_rl.datasets import make_dataset
 from offline_rl.errors import OutputError
 from offline_rl.recording.convert import tabular_to_episodes
-from offline_rl.recording.output_folder import MANIFEST_FOLDER
+from offline_rl.recording.manifests import MANIFEST_FOLDER
 from offline_rl.recording.recorder import Recorder
 from tests.policies import alternating
 
@@ -128,6 +128,88 @@ def test_a_manifest_naming_files_outside_its_folder_deletes_nothing_there(tmp_pa
     assert make("api", out, capsys, overwrite=True) is None
     assert victim.read_text() == "outside" and file_hashes(user) == user
     assert (tmp_path / "elsewhere" / "secret.txt").read_text() == "outside too"
+
+
+def manifest_of(out: Path) -> tuple[Path, dict]:
+    """The one manifest in ``out`` and its content."""
+    (path,) = (out / MANIFEST_FOLDER).glob("*.json")
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("entry", ["api", "cli"])
+def test_a_forged_manifest_listing_user_files_by_name_and_size_deletes_none(tmp_path, capsys,
+                                                                           entry):
+    out = tmp_path / "data"
+    user = plant_user_files(out)
+    forged = {"format": "offline-rl manifest", "version": 2, "files": {
+        name: {"size": len(content), "sha256": hashlib.sha256(b"offline-rl's").hexdigest()}
+        for name, content in USER_FILES.items()}}
+    (out / MANIFEST_FOLDER).mkdir()
+    (out / MANIFEST_FOLDER / "forged.json").write_text(json.dumps(forged))
+    with pytest.warns(UserWarning) as warned:
+        assert make(entry, out, capsys, overwrite=True) is None
+    kept = [str(warning.message) for warning in warned if "replaced only" in str(warning.message)]
+    assert len(kept) == 1 and "kept notes.txt (its content is not what offline-rl wrote (edited " \
+        "or replaced since)); sub/deeper/data.parquet (its content" in kept[0]
+    assert file_hashes(user) == user and (out / MANIFEST_FOLDER / "forged.json").exists()
+
+
+def test_a_tampered_manifest_or_a_replaced_file_deletes_nothing_of_the_users(tmp_path, capsys):
+    out = tmp_path / "data"
+    assert make("api", out, capsys) is None
+    path, manifest = manifest_of(out)
+    ours = sorted(manifest["files"])
+    user = plant_user_files(out)
+    (out / ours[0]).unlink()  # the user put a file of their own under one of offline-rl's names
+    (out / ours[0]).write_bytes(b"the user's data now")
+    manifest["files"]["notes.txt"] = {"size": len(USER_FILES["notes.txt"]),
+                                      "sha256": manifest["files"][ours[1]]["sha256"]}
+    path.write_text(json.dumps(manifest))
+    user |= file_hashes([out / ours[0]])
+    with pytest.warns(UserWarning, match=r"kept .*notes\.txt \(its content is not what "
+                                         r"offline-rl wrote"):
+        assert make("api", out, capsys, seed=1, overwrite=True) is None
+    assert file_hashes(user) == user
+    assert ours[1] == "dataset.json" and json.loads((out / ours[1]).read_text())["seed"] == 1
+
+
+def test_a_symlinked_manifest_folder_is_refused_and_its_target_kept(tmp_path, capsys):
+    out, elsewhere = tmp_path / "data", tmp_path / "settings"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text('{"files": ["../notes.txt"]}')
+    (elsewhere / "settings.json").write_text('{"theme": "dark"}')
+    out.mkdir()
+    (out / MANIFEST_FOLDER).symlink_to(elsewhere)
+    user = {**plant_user_files(out), **file_hashes(elsewhere.iterdir())}
+    refused = make("cli", out, capsys, overwrite=True)
+    assert refused == (f"offline-rl: error: datasets make: {out}/{MANIFEST_FOLDER} is a symbolic "
+                       f"link (to {str(elsewhere)!r}); offline-rl never writes, reads or deletes "
+                       "through one: remove the link itself (its target is not touched) or "
+                       "choose another folder")
+    assert file_hashes(user) == user and sorted(p.name for p in elsewhere.iterdir()) == [
+        "keep.json", "settings.json"]
+
+
+def test_a_listed_symlink_or_an_oversized_manifest_proves_nothing(tmp_path, capsys):
+    out = tmp_path / "data"
+    user = plant_user_files(out)
+    (out / "link.txt").symlink_to(out / "notes.txt")  # listed with the user file's own hash
+    (out / MANIFEST_FOLDER).mkdir()
+    (out / MANIFEST_FOLDER / "linked.json").write_text(json.dumps({
+        "format": "offline-rl manifest", "version": 2, "files": {"link.txt": {
+            "size": len(USER_FILES["notes.txt"]),
+            "sha256": hashlib.sha256(USER_FILES["notes.txt"]).hexdigest()}}}))
+    with open(out / MANIFEST_FOLDER / "huge.json", "wb") as huge:  # sparse: no disk used
+        huge.truncate(900 * 1024 * 1024)
+    refused = make("api", out, capsys)
+    assert refused is not None and ("holds 3 files offline-rl did not write (notes.txt, "
+                                    "sub/deeper/data.parquet, sub/keep.txt); .offline-rl/huge.json "
+                                    "cannot prove any file offline-rl's (it is 943,718,400 bytes, "
+                                    "more than the 8,388,608 a manifest may have)") in refused
+    with pytest.warns(UserWarning, match=r"kept \.offline-rl/huge\.json \(not used: it is "
+                                         r".*; link\.txt \(it is not a regular file"):
+        assert make("api", out, capsys, overwrite=True) is None
+    assert (out / "link.txt").is_symlink() and file_hashes(user) == user
 
 
 def test_output_that_is_a_file_is_refused_and_kept(tmp_path, capsys):

@@ -342,10 +342,19 @@ class Algorithm:
         state = checkpoint.read_algorithm_state(path)
         module_only = component in (COMPONENT_RL_MODULE,
                                     f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
-        self.learner_group.load_state(
-            checkpoint.learner_state_file(path),
-            state["num_updates_lifetime"] if component is None else None,
-            module_only=module_only)
+        saved, this = state.get("algorithm"), self.config.algo_name
+        other = (f"{path} is a checkpoint of {saved}, and this algorithm is {this}: restore it "
+                 f"with Algorithm.from_checkpoint(path), which builds {saved} from the config "
+                 "saved with it") if isinstance(saved, str) and saved != this else None
+        if other and not module_only:
+            raise ConfigError(other)
+        try:
+            self.learner_group.load_state(
+                checkpoint.learner_state_file(path),
+                state["num_updates_lifetime"] if component is None else None,
+                module_only=module_only)
+        except ConfigError as error:
+            raise (ConfigError(f"{other} ({error.message})") if other else error) from None
         if component is None:
             self.iteration = state["training_iteration"]
             self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,12 +22,11 @@ from offline_rl.evaluation.multi_agent_rollout import (
     multi_agent_rollout,
 )
 from offline_rl.evaluation.rollout import make_env, rollout
+from offline_rl.recording.manifests import MANIFEST_FOLDER, RunManifest, file_entry
 from offline_rl.recording.output_folder import (
-    MANIFEST_FOLDER,
     claim_output_folder,
     new_run_id,
     remove_earlier_output,
-    write_manifest,
 )
 from offline_rl.recording.writer import EpisodeWriter
 from offline_rl.reference_datasets import MULTI_AGENT_ENVS
@@ -105,11 +105,13 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
     }
-    temporary = Path(folder) / MANIFEST_FOLDER / f"{CARD_FILE}.{run_id}.tmp"
-    temporary.write_text(json.dumps(card, indent=2))
-    write_manifest(filesystem, folder, run_id, [*writer.files_written, CARD_FILE])
-    os.replace(temporary, card_file)
-    remove_earlier_output(filesystem, folder, keep_run=run_id)
+    temporary = f"{MANIFEST_FOLDER}/{CARD_FILE}.{run_id}.tmp"
+    (Path(folder) / temporary).write_text(json.dumps(card, indent=2))
+    card_entry = dataclasses.replace(file_entry(filesystem, folder, temporary), path=CARD_FILE)
+    RunManifest(filesystem, folder, run_id).add_entries([*writer.manifest.entries.values(),
+                                                         card_entry])
+    os.replace(Path(folder) / temporary, card_file)
+    remove_earlier_output(filesystem, folder, keep_run=run_id, writer="datasets make")
     return card
 
 

@@ -71,13 +71,26 @@ def read_episode_state(state: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(state[flag], bool | np.bool_):
             raise ValueError(f"episode state field {flag!r} must be a bool, got "
                              f"{type(state[flag]).__name__} {state[flag]!r}")
+    for counter in ("t_started", "t"):
+        if isinstance(state[counter], bool) or not isinstance(state[counter], int | np.integer) \
+                or state[counter] < 0:
+            raise ValueError(f"episode state field {counter!r} must be an int >= 0 (a timestep), "
+                             f"got {type(state[counter]).__name__} {state[counter]!r:.80}")
+    if state["t"] < state["t_started"]:
+        raise ValueError(f"episode state field 't' ({state['t']}) is before 't_started' "
+                         f"({state['t_started']}); t is the timestep after the last step")
     extra_states = state["extra_model_outputs"] or {}
     if not isinstance(extra_states, dict):
         raise ValueError("episode state field 'extra_model_outputs' must be a dict, got "
                          f"{type(extra_states).__name__}")
+    buffers = {field: _buffer(state[field], field)
+               for field in ("observations", "infos", "actions", "rewards")}
+    lookbacks = {field: buffer.lookback for field, buffer in buffers.items()}
+    if len(set(lookbacks.values())) > 1:
+        raise ValueError(f"episode state buffers have different lookbacks ({lookbacks}); one "
+                         "episode's buffers share one lookback (len_lookback_buffer)")
     return {
-        **{field: _buffer(state[field], field)
-           for field in ("observations", "infos", "actions", "rewards")},
+        **buffers,
         "extra_model_outputs": {key: _buffer(value, f"extra_model_outputs[{key!r}]")
                                 for key, value in extra_states.items()},
         "_observation_space": _space(state, "_observation_space"),

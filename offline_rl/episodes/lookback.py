@@ -157,6 +157,9 @@ class InfiniteLookbackBuffer:
             raise ValueError(f"buffer data must be a list or array, got {type(data).__name__}")
         if isinstance(lookback, bool) or not isinstance(lookback, int | np.integer) or lookback < 0:
             raise ValueError(f"buffer lookback must be an int >= 0, got {lookback!r:.80}")
+        if lookback > len(data):
+            raise ValueError(f"buffer lookback {lookback} is more than the buffer's {len(data)} "
+                             "items (the lookback counts items at the start of 'data')")
         buffer = cls(data, lookback=int(lookback), space=shared_space_from_dict(state["space"]))
         buffer.finalized = bool(state["finalized"])
         return buffer

@@ -69,7 +69,13 @@ def check_column_types(columns: Mapping[str, np.ndarray], where: str) -> None:
 
 def _type_error(name: str, values: np.ndarray, expected: str, where: str) -> DataFormatError:
     example = f" ({values.reshape(len(values), -1)[0, 0]!r} in row 0)" if values.size else ""
-    kind = "strings" if values.dtype.kind in "USO" else f"{values.dtype} values"
+    kind = f"{values.dtype} values"
+    if values.dtype.kind in "US":
+        kind = "strings"
+    elif values.dtype.kind == "O":  # e.g. Decimal, str or dicts: name what they are
+        kinds = sorted({type(value).__name__ for value in values.reshape(-1)[:1000]
+                        if value is not None})
+        kind = "strings" if kinds == ["str"] else f"{' and '.join(kinds) or 'null'} values"
     return DataFormatError(f"{where}: column {name!r} holds {kind}{example}, but offline-rl "
                            f"expects {expected}; convert the column when writing the data")
 

@@ -54,11 +54,18 @@ class RLModuleSpec:
             model_config = DefaultModelConfig.from_dict(model_config or {})
         if self.observation_space is None or self.action_space is None:
             raise ConfigError("RLModuleSpec needs observation_space and action_space to build")
-        return module_class(
-            observation_space=self.observation_space,
-            action_space=self.action_space,
-            model_config=model_config,
-        )
+        try:
+            return module_class(observation_space=self.observation_space,
+                                action_space=self.action_space, model_config=model_config)
+        except (MemoryError, RuntimeError) as error:  # torch: "can't allocate memory: ..."
+            if isinstance(error, RuntimeError) and "allocate" not in str(error):
+                raise
+            sizes = {key: value for key, value in model_config.to_dict().items()
+                     if value and key.endswith(("hiddens", "filters", "cell_size", "dim"))}
+            raise ConfigError(
+                f"{getattr(module_class, '__name__', module_class)}'s weights do not fit in "
+                f"memory with model_config {sizes} ({str(error).strip().splitlines()[0]:.200}); "
+                "choose smaller layers (model_config fcnet_hiddens=[256, 256], say)") from None
 
     def _check_catalog(self, module_class: type) -> None:
         """Refuses ``inference_only`` and a ``catalog_class`` that is not the module's own."""

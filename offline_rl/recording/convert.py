@@ -75,12 +75,11 @@ from offline_rl.recording.episode_assembly import (
     fragments_to_item,
     rows_to_item,
 )
+from offline_rl.recording.manifests import MANIFEST_FOLDER, RunManifest
 from offline_rl.recording.output_folder import (
-    MANIFEST_FOLDER,
     claim_output_folder,
     new_run_id,
     remove_earlier_output,
-    write_manifest,
 )
 
 #: What to do with episodes that are neither terminated nor truncated.
@@ -214,7 +213,8 @@ def minari_to_episodes(dataset_id: str, output: str, *, max_rows_per_file: int |
         files += writer.add([episode])
         episodes, steps = episodes + 1, steps + len(episode)
     files += writer.flush()
-    remove_earlier_output(target[0], target[1], keep_run=f"{writer.run_id}-000000")
+    remove_earlier_output(target[0], target[1], keep_run=f"{writer.run_id}-000000",
+                          writer="convert")
     return {"output": output, "episodes": episodes, "steps": steps, "unfinished_episodes": 0,
             "dropped_incomplete": 0,
             "files": [_shown(target, file, output) for file in files]}
@@ -303,8 +303,8 @@ def _write(episodes: ray.data.Dataset, output: str, target: tuple[pafs.FileSyste
     finally:
         if fs.get_file_info(staging).type == pafs.FileType.Directory:
             fs.delete_dir(staging)
-    write_manifest(fs, path, run_id, [file[len(path.rstrip("/")) + 1:] for file in files])
-    remove_earlier_output(fs, path, keep_run=run_id)
+    RunManifest(fs, path, run_id).add(file[len(path.rstrip("/")) + 1:] for file in files)
+    remove_earlier_output(fs, path, keep_run=run_id, writer="convert")
     return {"output": output, "episodes": int(kept.sum()), "steps": int(steps[kept].sum()),
             "unfinished_episodes": int((kept & ~complete).sum()),
             "dropped_incomplete": int((~kept).sum()),

@@ -42,7 +42,8 @@ import pyarrow.fs as pafs
 from offline_rl.compression import pack_rllib
 from offline_rl.errors import ConfigError, OutputError
 from offline_rl.filesystems import resolve_filesystem
-from offline_rl.recording.output_folder import claim_output_folder, new_run_id, write_manifest
+from offline_rl.recording.manifests import RunManifest
+from offline_rl.recording.output_folder import claim_output_folder, new_run_id
 from offline_rl.recording.sample_batch_builder import SampleBatch
 from offline_rl.recording.staging import StagedFile
 from offline_rl.recording.writer import output_location
@@ -76,6 +77,8 @@ class JsonWriter:
         self.compress_columns = set(compress_columns)
         self.run_id = run_id or new_run_id()
         self.files_written: list[str] = []
+        self.manifest = RunManifest(self.filesystem, self.path,
+                                    f"{self.run_id}-{self.worker_index:06d}")
         self._file: StagedFile | None = None
         self._rows = 0
         self._lock = threading.Lock()
@@ -119,8 +122,7 @@ class JsonWriter:
         path = self._file.commit()
         self._file, self._rows = None, 0
         self.files_written.append(path[len(self.path) + 1:])
-        write_manifest(self.filesystem, self.path, f"{self.run_id}-{self.worker_index:06d}",
-                       self.files_written)
+        self.manifest.add(self.files_written[-1:])
 
     def __enter__(self) -> JsonWriter:
         return self

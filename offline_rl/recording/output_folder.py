@@ -1,15 +1,15 @@
-"""Output folders offline-rl writes into, and the manifests that say which files are its own.
+"""Output folders offline-rl writes into: which files there are its own, and replacing them.
 
 Every writer (``datasets make``, recording, ``convert``) lists the files it wrote in a manifest
-of its own, ``<folder>/.offline-rl/<run id>.json`` (hidden: Ray Data and pyarrow skip names
-starting with ``.``), replaced atomically after each write. One manifest per run (per recording
-actor), so two runs writing into one folder at once never race over a shared file; run ids are
+of its run (``offline_rl.recording.manifests``), with each file's size and SHA-256; run ids are
 part of the data files' names, so a run never replaces another run's files.
 
 A folder that holds files no manifest lists (the user's) is refused unless the caller passes
-``overwrite``; even then only files a manifest lists are ever replaced or deleted, and data
-files kept beside the new ones (a dataset an older offline-rl wrote, without a manifest) are
-named in a warning, since readers of the folder will read them too.
+``overwrite``; even then a file is replaced or deleted only when its content still proves that
+offline-rl wrote it, files a forged, edited or unreadable manifest lists are kept and named in a
+warning, a manifest folder that is a symbolic link is refused, and data files kept beside the
+new ones (a dataset an older offline-rl wrote, without a manifest) are named in a warning, since
+readers of the folder will read them too.
 
 Examples:
     >>> import tempfile, pyarrow.fs as pafs
@@ -26,23 +26,23 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
 import warnings
-from collections.abc import Iterable
-from pathlib import PurePosixPath
 
 import pyarrow.fs as pafs
 
 from offline_rl.errors import OutputError
+from offline_rl.recording.manifests import (
+    MANIFEST_FOLDER,
+    Manifest,
+    manifest_folder_link,
+    read_manifests,
+    unproven_reason,
+)
 from offline_rl.settings.sources import is_mixed, weighted_sources
 
-#: The hidden folder holding the manifests (and a run's staging files) inside an output folder.
-MANIFEST_FOLDER = ".offline-rl"
-#: Manifests larger than this are not read (their files then count as the user's).
-MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 #: Foreign files an error names before it gives the count of the rest.
 NAMED_FILES = 5
 #: Names of files a reader of the folder takes for data (those ``offline_rl.inspection`` reads;
@@ -72,12 +72,20 @@ def claim_output_folder(output: str, filesystem: pafs.FileSystem, folder: str, *
     if info.type == pafs.FileType.File:
         raise OutputError(f"{writer}: output {output!r} is a file, not a folder; name a folder "
                           "(new or empty) to write into")
+    link = manifest_folder_link(filesystem, folder)
+    if link is not None:
+        raise OutputError(f"{writer}: {output.rstrip('/')}/{MANIFEST_FOLDER} is a symbolic link "
+                          f"(to {link!r}); offline-rl never writes, reads or deletes through "
+                          "one: remove the link itself (its target is not touched) or choose "
+                          "another folder")
     exists = info.type != pafs.FileType.NotFound
-    owned = owned_files(filesystem, folder) if exists else set()
-    foreign = sorted(set(_entries(filesystem, folder)) - owned) if exists else []
+    sizes = _entries(filesystem, folder) if exists else {}
+    manifests = read_manifests(filesystem, folder) if exists else []
+    owned = _listed(manifests, sizes)
+    foreign = sorted(set(sizes) - owned)
     if foreign and not overwrite:
         raise OutputError(f"{writer}: output {output!r} holds {_count(len(foreign))} offline-rl "
-                          f"did not write ({some_paths(foreign)}); {how}")
+                          f"did not write ({some_paths(foreign)}){_unusable(manifests)}; {how}")
     if replaces and owned and not overwrite:
         raise OutputError(
             f"{writer}: output {output!r} holds the output of an earlier offline-rl run "
@@ -92,47 +100,52 @@ def claim_output_folder(output: str, filesystem: pafs.FileSystem, folder: str, *
     return owned
 
 
-def write_manifest(filesystem: pafs.FileSystem, folder: str, run_name: str,
-                   files: Iterable[str]) -> None:
-    """Lists ``files`` (paths relative to ``folder``) as written by run ``run_name``, replacing
-    its earlier manifest atomically (written under a temporary name, then moved)."""
-    manifests = f"{folder}/{MANIFEST_FOLDER}"
-    filesystem.create_dir(manifests, recursive=True)
-    temporary = f"{manifests}/{run_name}.{uuid.uuid4().hex}.tmp"
-    with filesystem.open_output_stream(temporary) as stream:
-        stream.write(json.dumps({"files": sorted(files)}, indent=1).encode())
-    filesystem.move(temporary, f"{manifests}/{run_name}.json")
-
-
 def owned_files(filesystem: pafs.FileSystem, folder: str) -> set[str]:
-    """The files (relative to ``folder``) its manifests list; entries that would leave the
-    folder, and manifests that cannot be read, are ignored."""
-    owned: set[str] = set()
-    for manifest in _manifests(filesystem, folder):
-        owned.update(_manifest_files(filesystem, manifest))
-    return owned
+    """The files (relative to ``folder``) its manifests list with the size they have now; only
+    their hashes, checked before a file is replaced, prove them offline-rl's."""
+    return _listed(read_manifests(filesystem, folder), _entries(filesystem, folder))
 
 
-def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run: str) -> None:
-    """Deletes the files every manifest but ``keep_run``'s lists (those runs' own files, never
-    one the kept run also lists), then those manifests and the folders left empty."""
+def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run: str,
+                          writer: str) -> list[str]:
+    """Deletes the files every manifest but ``keep_run``'s lists (never one the kept run also
+    lists) whose content proves offline-rl wrote them, then each manifest whose files are all
+    gone, and the folders left empty. Every file kept, and every manifest not used, is named in
+    a warning with the reason; returns them."""
     kept_manifest = f"{folder}/{MANIFEST_FOLDER}/{keep_run}.json"
-    kept = set(_manifest_files(filesystem, kept_manifest))
+    manifests = read_manifests(filesystem, folder)
+    new = {path for manifest in manifests if manifest.path == kept_manifest
+           for path in manifest.entries}
+    kept: list[str] = []
     emptied: set[str] = set()
-    for manifest in _manifests(filesystem, folder):
+    for manifest in manifests:
         if manifest.path == kept_manifest:
             continue
-        for relative in set(_manifest_files(filesystem, manifest)) - kept:
-            path = f"{folder}/{relative}"
-            if (_stays_inside(filesystem, folder, path)
-                    and filesystem.get_file_info(path).type == pafs.FileType.File):
-                filesystem.delete_file(path)
+        if manifest.problem:
+            kept.append(f"{_relative(folder, manifest.path)} (not used: {manifest.problem}; "
+                        "no file it lists was deleted)")
+            continue
+        whole = True
+        for relative, entry in sorted(manifest.entries.items()):
+            reason = None if relative in new else unproven_reason(filesystem, folder, entry)
+            if reason is None and relative not in new:
+                filesystem.delete_file(f"{folder}/{relative}")
                 emptied.update(_parents(relative))
-        filesystem.delete_file(manifest.path)
+            elif reason not in (None, "gone"):
+                kept.append(f"{relative} ({reason})")
+                whole = False
+        if whole:
+            filesystem.delete_file(manifest.path)
     for relative in sorted(emptied, key=len, reverse=True):  # deepest first
         path = f"{folder}/{relative}"
         if not filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
             filesystem.delete_dir(path)
+    if kept:
+        more = f" and {len(kept) - NAMED_FILES} more" if len(kept) > NAMED_FILES else ""
+        warnings.warn(f"{writer}: in {folder!r}, replaced only the earlier output offline-rl can "
+                      f"prove it wrote and kept {'; '.join(kept[:NAMED_FILES])}{more}; delete "
+                      "what you do not need yourself", UserWarning, stacklevel=3)
+    return kept
 
 
 def output_is_input(output: str, input_: object) -> bool:
@@ -158,15 +171,6 @@ def _normalized(path: str) -> str:
     return os.path.realpath(path)
 
 
-def _stays_inside(filesystem: pafs.FileSystem, folder: str, path: str) -> bool:
-    """Whether ``path`` is inside ``folder`` once local symbolic links are followed (a listed
-    file under a linked folder could be elsewhere)."""
-    if not isinstance(filesystem, pafs.LocalFileSystem):
-        return True
-    parent = os.path.realpath(os.path.dirname(path))
-    return os.path.commonpath([parent, os.path.realpath(folder)]) == os.path.realpath(folder)
-
-
 def _check_writable(output: str, filesystem: pafs.FileSystem, folder: str, writer: str) -> None:
     """Creates ``folder`` and its manifest folder and writes a probe file there (removed again),
     so that a location that cannot be written fails before any work."""
@@ -181,42 +185,37 @@ def _check_writable(output: str, filesystem: pafs.FileSystem, folder: str, write
                           "writable or choose another folder") from None
 
 
-def _entries(filesystem: pafs.FileSystem, folder: str) -> list[str]:
-    """Every file and empty folder (with a trailing ``/``) under ``folder``, relative to it;
-    the manifest folder left out."""
-    relatives = {info.path[len(folder.rstrip("/")) + 1:]: info.type for info in
+def _entries(filesystem: pafs.FileSystem, folder: str) -> dict[str, int | None]:
+    """Every file (with its size) and empty folder (with a trailing ``/``) under ``folder``,
+    relative to it; the manifest folder left out."""
+    relatives = {info.path[len(folder.rstrip("/")) + 1:]: info for info in
                  filesystem.get_file_info(pafs.FileSelector(folder, recursive=True))}
-    relatives = {path: kind for path, kind in relatives.items()
+    relatives = {path: info for path, info in relatives.items()
                  if path.split("/", 1)[0] != MANIFEST_FOLDER}
     parents = {parent for path in relatives for parent in _parents(path)}
-    return [path if kind != pafs.FileType.Directory else f"{path}/"
-            for path, kind in relatives.items()
-            if kind != pafs.FileType.Directory or path not in parents]
+    return {path if info.type != pafs.FileType.Directory else f"{path}/": info.size
+            for path, info in relatives.items()
+            if info.type != pafs.FileType.Directory or path not in parents}
 
 
-def _manifests(filesystem: pafs.FileSystem, folder: str) -> list[pafs.FileInfo]:
-    selector = pafs.FileSelector(f"{folder}/{MANIFEST_FOLDER}", allow_not_found=True)
-    return sorted((info for info in filesystem.get_file_info(selector)
-                   if info.type == pafs.FileType.File and info.path.endswith(".json")),
-                  key=lambda info: info.path)
+def _listed(manifests: list[Manifest], sizes: dict[str, int | None]) -> set[str]:
+    return {path for manifest in manifests for path, entry in manifest.entries.items()
+            if sizes.get(path, -1) == entry.size}
 
 
-def _manifest_files(filesystem: pafs.FileSystem, manifest: pafs.FileInfo | str) -> list[str]:
-    info = filesystem.get_file_info(manifest) if isinstance(manifest, str) else manifest
-    if info.type != pafs.FileType.File or (info.size or 0) > MAX_MANIFEST_BYTES:
-        return []
-    try:
-        with filesystem.open_input_stream(info.path) as stream:
-            files = json.loads(stream.read()).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [file for file in files if isinstance(file, str) and _inside(file)]
+def _unusable(manifests: list[Manifest]) -> str:
+    """A note on the first manifest that cannot be used, for a refusal's message."""
+    unusable = [manifest for manifest in manifests if manifest.problem]
+    if not unusable:
+        return ""
+    name = unusable[0].path.rsplit("/", 1)[-1]
+    more = f" and {len(unusable) - 1} more" if len(unusable) > 1 else ""
+    return (f"; {MANIFEST_FOLDER}/{name}{more} cannot prove any file offline-rl's "
+            f"({unusable[0].problem})")
 
 
-def _inside(relative: str) -> bool:
-    parts = PurePosixPath(relative).parts
-    return (bool(parts) and not relative.startswith("/") and ".." not in parts
-            and parts[0] != MANIFEST_FOLDER and "\\" not in relative)
+def _relative(folder: str, path: str) -> str:
+    return path[len(folder.rstrip("/")) + 1:]
 
 
 def _parents(relative: str) -> list[str]:

@@ -27,7 +27,7 @@ from typing import BinaryIO
 import pyarrow.fs as pafs
 
 from offline_rl.errors import OutputError
-from offline_rl.recording.output_folder import MANIFEST_FOLDER
+from offline_rl.recording.manifests import MANIFEST_FOLDER
 
 #: Where staged files live, relative to the output folder.
 STAGING_FOLDER = f"{MANIFEST_FOLDER}/staging"

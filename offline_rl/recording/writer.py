@@ -3,8 +3,8 @@
 Files go to ``<output>/<env-name>/run-<run id>-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``,
 one folder per flush; the run id (``output_folder.new_run_id``: start time and a random suffix)
 keeps a second recording into the same folder from replacing the first one's files. After each
-flush the writer lists every file it wrote in its manifest,
-``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.output_folder``).
+flush the writer lists the files it wrote, with their sizes and hashes, in its manifest,
+``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.manifests``).
 Each file is written in the output's hidden staging folder and moved into place when complete
 (``offline_rl.recording.staging``), so an interrupted recording never leaves a file that reads
 as whole but holds part of the data.
@@ -31,7 +31,8 @@ from offline_rl.episodes.multi_agent_episode import MultiAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import absolute_path, filesystem_path
-from offline_rl.recording.output_folder import new_run_id, write_manifest
+from offline_rl.recording.manifests import RunManifest
+from offline_rl.recording.output_folder import new_run_id
 from offline_rl.recording.staging import StagedFile
 from offline_rl.settings.offline_data import WRITE_METHODS
 
@@ -81,6 +82,8 @@ class EpisodeWriter:
         self.runner_index = runner_index
         self.run_id = run_id or new_run_id()
         self.files_written: list[str] = []
+        self.manifest = RunManifest(self.filesystem, self.output,
+                                    f"{self.run_id}-{self.runner_index:06d}")
         self.write_episodes = write_episodes
         self.max_rows_per_file = max_rows_per_file
         self.max_file_size = max_file_size
@@ -140,9 +143,9 @@ class EpisodeWriter:
                  for number, part in enumerate(self._parts(table))]
         self._writes += 1
         self.rows_written += table.num_rows
-        self.files_written += [path[len(self.output) + 1:] for path in paths]
-        write_manifest(self.filesystem, self.output, f"{self.run_id}-{self.runner_index:06d}",
-                       self.files_written)
+        written = [path[len(self.output) + 1:] for path in paths]
+        self.files_written += written
+        self.manifest.add(written)
         self._episodes, self._buffered_rows, self._buffered_bytes = [], 0, 0
         return paths
 
