@@ -22,7 +22,7 @@ from offline_rl import MultiAgentEpisode, OfflineData, OfflinePreLearner, Single
 from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
 from offline_rl.data.offline_data import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError
-from offline_rl.formats.episode_input import decode_episode
+from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
 pytestmark = pytest.mark.timeout(120)
@@ -159,6 +159,15 @@ def test_corrupt_parquet_file_is_named(ray_session, tmp_path, bc_config):
         OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
 
 
+def test_a_column_name_given_twice_is_named_with_its_file(ray_session, tmp_path, bc_config):
+    pq.write_table(rows(), tmp_path / "good.parquet")
+    table = rows()
+    pq.write_table(table.append_column("rewards", table["rewards"]), tmp_path / "twice.parquet")
+    with pytest.raises(DataFormatError, match=r"twice\.parquet: column\(s\) \['rewards'\] appear "
+                                              r"more than once.*a name of its own"):
+        OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
+
+
 def test_empty_dataset_is_named(ray_session, tmp_path, bc_config):
     message = first_batch_error(bc_config, tmp_path, rows().slice(0, 0))
     assert "no rows" in message or "empty" in message
@@ -196,6 +205,14 @@ def test_strings_are_never_read_as_numbers_or_flags(tmp_path, bc_config, column,
     message = first_batch_error(bc_config, tmp_path, rows(**{column: values}))
     assert re.search(expected, message), message
     assert "part.parquet" in message
+
+
+def test_episode_ids_that_are_not_text_are_named(ray_session, tmp_path, bc_config):
+    table = rows()
+    ids = pa.array([b"a"] * 5 + [b"\xfe\xff"] * 3, pa.binary()).view(pa.string())
+    message = first_batch_error(bc_config, tmp_path, table.set_column(0, "eps_id", ids))
+    assert "part.parquet: column 'eps_id' holds b'\\xfe\\xff' in row 5, bytes that are not " \
+        "UTF-8 text" in message
 
 
 def test_observations_too_large_for_float32_are_named(tmp_path, bc_config):
@@ -428,23 +445,37 @@ def test_a_corrupt_parquet_page_is_named_with_its_file_and_rows(ray_session, tmp
                      r"truncated", str(error.value)), error.value
 
 
-def test_a_malformed_json_line_is_named_with_its_file_and_line(ray_session, tmp_path):
+@pytest.mark.parametrize(("damage", "expected"), [
+    (lambda line: line[: len(line) // 2], r"line 6: not valid JSON \(.* at column \d+\)"),
+    (lambda line: "5", r"line 6: a JSON number \(5\) where a record belongs"),
+])
+def test_a_malformed_json_line_is_named_with_its_file_and_line(ray_session, tmp_path, damage,
+                                                               expected):
     """Issue 17: a truncated line of SampleBatch JSON failed as Ray's JSONDecodeError pointing
-    at the end of line 1 ('Extra data: line 2 column 1'), naming no file."""
+    at the end of line 1 ('Extra data: line 2 column 1'), naming no file; issue 79: so did a
+    line holding a number."""
     from offline_rl import BCConfig
 
     source = sorted((Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json")
                     .glob("*.json"))[0]
     lines = source.read_text().splitlines()
-    lines[5] = lines[5][: len(lines[5]) // 2]
+    lines[5] = damage(lines[5])
     (tmp_path / source.name).write_text("\n".join(lines) + "\n")
     config = (BCConfig().environment("CartPole-v1").training(train_batch_size_per_learner=32)
               .offline_data(input_=str(tmp_path), input_read_method="read_json",
                             input_read_sample_batches=True, dataset_num_iters_per_learner=1))
     with pytest.raises(DataFormatError) as error, config.build() as algo:
         algo.train()
-    assert re.search(rf"{re.escape(source.name)}, line 6: not valid JSON \(.* at column \d+\)",
-                     str(error.value)), error.value
+    assert re.search(rf"{re.escape(source.name)}, {expected}", str(error.value)), error.value
+
+
+def test_sample_batch_infos_of_another_length_are_named():
+    line = {"type": "SampleBatch", "obs": [[0.0]] * 3, "new_obs": [[0.0]] * 3,
+            "actions": [0, 1, 0], "rewards": [1.0] * 3, "terminateds": [False, False, True],
+            "infos": [{}]}
+    with pytest.raises(DataFormatError, match=r"a\.json, line 2: SampleBatch field 'infos' holds "
+                                              r"1 values for 3 actions; it needs a list of one"):
+        sample_batch_to_episodes(line, "a.json, line 2")
 
 
 def test_a_bad_row_is_named_by_its_file_and_row_there(ray_session, tmp_path, bc_config):

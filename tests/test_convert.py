@@ -249,14 +249,20 @@ def test_compressed_tabular_recording_round_trips(ray_session, tmp_path):
 
 
 @pytest.mark.timeout(180)
-def test_rows_out_of_file_order_are_refused(ray_session, tmp_path):
-    rows = pa.table({"eps_id": ["a"] * 3, "obs": [[1.0], [0.0], [2.0]],
+@pytest.mark.parametrize(("ids", "expected"), [
+    (pa.array(["a"] * 3), r"episode 'a' .*part\.parquet\): 'new_obs' of step 0 is not the 'obs' "
+                          r"of step 1 .*file order"),
+    (pa.array([b"a", b"a", b"\xff"], pa.binary()).view(pa.string()),
+     r"part\.parquet: column 'eps_id' holds b'\\xff' in row 2, bytes that are not UTF-8 text"),
+])
+def test_rows_out_of_file_order_or_ids_not_text_are_refused(ray_session, tmp_path, ids,
+                                                             expected):
+    rows = pa.table({"eps_id": ids, "obs": [[1.0], [0.0], [2.0]],
                      "new_obs": [[2.0], [1.0], [3.0]], "actions": [0, 0, 0],
                      "rewards": [1.0, 1.0, 1.0], "terminateds": [False, False, True]})
     (tmp_path / "tabular").mkdir()
     pq.write_table(rows, tmp_path / "tabular" / "part.parquet")
-    with pytest.raises(DataFormatError, match=r"episode 'a' .*part\.parquet\): 'new_obs' of "
-                                              r"step 0 is not the 'obs' of step 1 .*file order"):
+    with pytest.raises(DataFormatError, match=expected):
         tabular_to_episodes(str(tmp_path / "tabular"), str(tmp_path / "episodes"))
 
 

@@ -228,11 +228,25 @@ def _json_damage(fs: pafs.FileSystem, path: str) -> str | None:
         if not line.strip():
             continue
         try:
-            json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as error:
-            try:
-                json.loads(text)  # one JSON document over several lines, not JSON lines
-            except json.JSONDecodeError:
-                return f"line {number}: not valid JSON ({error.msg} at column {error.colno})"
-            return None
+            if _is_one_document(text):  # one JSON document over several lines, not JSON lines
+                return None
+            return f"line {number}: not valid JSON ({error.msg} at column {error.colno})"
+        if not isinstance(value, dict) and not _is_one_document(text):
+            return (f"line {number}: a JSON {_JSON_KINDS.get(type(value), 'value')} "
+                    f"({line.strip()[:40]}) where a record belongs: each line holds one JSON "
+                    "object")
     return None
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
+def _is_one_document(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -262,6 +263,11 @@ def _read_schema(shown: str, fs: pafs.FileSystem, file: str,
             f"{shown} is not a readable Parquet file ({error}); it may be truncated or corrupt. "
             "Re-write it or move it out of the input folder") from None
     check_footer(metadata, shown, size, caps)
+    repeated = sorted(name for name, count in Counter(arrow_schema.names).items() if count > 1)
+    if repeated:
+        raise DataFormatError(f"{shown}: column(s) {repeated} appear more than once, and Arrow "
+                              "reads a column by its name; re-write the file with a name of its "
+                              "own for each column")
     return arrow_schema
 
 

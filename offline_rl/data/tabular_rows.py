@@ -16,6 +16,7 @@ from offline_rl.data.data_ledger import LedgerClient
 from offline_rl.data.input_locator import RowLocator
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.tabular import (
+    check_text_ids,
     conform_row_shapes,
     episode_ends,
     table_to_numpy,
@@ -68,6 +69,7 @@ class RowReader:
     def read(self, table: pa.Table, bookkeeping: tuple[str, ...] = ()
              ) -> dict[str, np.ndarray]:
         """The train columns of ``table`` and those of the ``bookkeeping`` fields it has."""
+        check_text_ids(table, self.schema, self.source)
         if self.agent_ids is None:
             self._check_single_agent(table)
         else:

@@ -173,6 +173,12 @@ def sample_batch_columns(row: Mapping[str, Any], where: str) -> dict[str, np.nda
     if uneven:
         raise DataFormatError(f"{where}: SampleBatch fields have different lengths: {uneven} "
                               f"vs {size} actions")
+    infos = row.get(Columns.INFOS)
+    if infos is not None and not (isinstance(infos, list) and len(infos) == size):
+        count = f"{len(infos)} values" if isinstance(infos, list) else f"a {type(infos).__name__}"
+        raise DataFormatError(f"{where}: SampleBatch field 'infos' holds {count} for {size} "
+                              "actions; it needs a list of one info (a dict) per step, or leave "
+                              "it out")
     shapes = {name: columns[name].shape[1:] for name in (Columns.OBS, Columns.NEXT_OBS)}
     if len(set(shapes.values())) > 1:
         raise DataFormatError(f"{where}: SampleBatch fields obs and new_obs hold rows of "

@@ -136,6 +136,45 @@ def column_to_numpy(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray
     return column.to_numpy(zero_copy_only=False)
 
 
+def check_text_ids(table: pa.Table, schema: Mapping[str, str], where: str) -> None:
+    """Raises ``DataFormatError`` naming the column and row where a text id column (``eps_id``,
+    ``agent_id``, ``module_id``) holds bytes that are not UTF-8: Parquet stores text as bytes,
+    and not every writer checks them.
+
+    Examples:
+        >>> ids = pa.array([b"a", b"\\xff"], pa.binary()).view(pa.string())
+        >>> check_text_ids(pa.table({"eps_id": ids}), SCHEMA, "part.parquet")
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.DataFormatError: part.parquet: column 'eps_id' holds b'\\xff' in row 1...
+    """
+    for field in (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID):
+        name = schema.get(field, field)
+        if name not in table.column_names:
+            continue
+        column = table.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            values = column.cast(pa.large_binary()).to_pylist()
+            row = next(row for row, value in enumerate(values) if not _is_utf8(value))
+            raise DataFormatError(
+                f"{where}: column {name!r} holds {values[row]!r:.60} in row {row}, bytes that are "
+                "not UTF-8 text; ids are text or integers: re-write the column with valid text "
+                "(or integer ids)") from None
+
+
+def _is_utf8(value: bytes | None) -> bool:
+    try:
+        if value is not None:
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def table_to_numpy(table: pa.Table, columns: Iterable[str] | None = None) -> dict[str, np.ndarray]:
     """The table's columns (all, or the named ones) as numpy arrays."""
     names = table.column_names if columns is None else list(columns)

@@ -59,7 +59,7 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
 from offline_rl.filesystems import is_uri, resolve_filesystem
 from offline_rl.formats.episode_input import sample_batch_to_episodes
-from offline_rl.formats.tabular import missing_columns, resolve_schema
+from offline_rl.formats.tabular import check_text_ids, missing_columns, resolve_schema
 from offline_rl.inspection import dataset_files, json_lines
 from offline_rl.recording.episode_assembly import (
     COMPLETE,
@@ -132,10 +132,10 @@ def tabular_to_episodes(input_: str | list[str], output: str, *,
     if columns[Columns.OBS] in compressed:
         compressed.add(columns[Columns.NEXT_OBS])
     total = sum(info.size or 0 for info in files)
-    rows = ray.data.from_items(
+    rows = _listing(
         [{FILE_INDEX: index, SOURCE: info.path} for index, info in enumerate(files)]
     ).map_batches(_read_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
-                  batch_format="pyarrow", fn_kwargs={"filesystem": fs})
+                  batch_format="pyarrow", fn_kwargs={"filesystem": fs, "schema": columns})
     episodes = _group_by(rows, columns[Columns.EPS_ID], total).map_groups(
         rows_to_item, batch_format="pyarrow",
         fn_kwargs={"schema": columns, "compressed": compressed, "incomplete": incomplete})
@@ -168,7 +168,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
     fs, files = _input_files(input_, filesystem, JSON_SUFFIXES, "JSON (*.json, *.jsonl)")
     target = _prepare_output(output, filesystem, overwrite)
     total = sum(info.size or 0 for info in files)
-    fragments = ray.data.from_items([{SOURCE: info.path} for info in files]).map_batches(
+    fragments = _listing([{SOURCE: info.path} for info in files]).map_batches(
         _read_json_files, batch_size=max(1, READ_BYTES * len(files) // max(total, 1)),
         batch_format="pyarrow", fn_kwargs={"filesystem": fs})
     episodes = _group_by(fragments, EPISODE_ID, total).map_groups(
@@ -255,6 +255,15 @@ def _check_tabular_columns(file: str, fs: pafs.FileSystem, schema: Mapping[str, 
             "apart")
 
 
+def _listing(files: list[dict[str, Any]]) -> ray.data.Dataset:
+    """The input files as a dataset to read them from, whose map functions' errors (ours,
+    naming the file and row) reach the caller as they are, not in Ray Data's
+    ``UserCodeException``, which keeps only their text."""
+    listing = ray.data.from_items(files)
+    listing.context.raise_original_map_exception = True  # the datasets made from it share it
+    return listing
+
+
 def _group_by(rows: ray.data.Dataset, key: str, input_bytes: int) -> GroupedData:
     """``rows`` grouped by ``key``, for ``map_groups``: in one partition per
     ``PARTITION_BYTES`` of input (at most ``DataContext.min_parallelism``) by Ray Data's
@@ -321,7 +330,8 @@ def _kept_items(table: pa.Table) -> pa.Table:
 
 
 # ----------------------------------------------------------------------------------- tabular
-def _read_files(batch: pa.Table, filesystem: pafs.FileSystem) -> pa.Table:
+def _read_files(batch: pa.Table, filesystem: pafs.FileSystem, schema: dict[str, str]
+                ) -> pa.Table:
     """Reads the listed files, adding each row's file path, file number and row number."""
     tables = []
     for index, path in zip(batch[FILE_INDEX].to_pylist(), batch[SOURCE].to_pylist()):
@@ -330,6 +340,7 @@ def _read_files(batch: pa.Table, filesystem: pafs.FileSystem) -> pa.Table:
         except (OSError, pa.ArrowException) as error:
             raise DataFormatError(f"{path} is not a readable Parquet file ({error}); re-write "
                                   "it or move it out of the input") from None
+        check_text_ids(table, schema, path)
         rows = table.num_rows
         tables.append(table.append_column(
             SOURCE, pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), [path])
