@@ -37,7 +37,6 @@ from pathlib import PurePosixPath
 import pyarrow.fs as pafs
 
 from offline_rl.errors import OutputError
-from offline_rl.settings.sources import is_mixed, weighted_sources
 
 #: The hidden folder holding the manifests (and a run's staging files) inside an output folder.
 MANIFEST_FOLDER = ".offline-rl"
@@ -133,29 +132,6 @@ def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run:
         path = f"{folder}/{relative}"
         if not filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
             filesystem.delete_dir(path)
-
-
-def output_is_input(output: str, input_: object) -> bool:
-    """Whether ``output`` is one of the input paths (``input_``: a path, glob or URI, or a list
-    of them, or a mix of sources), or a folder inside one: recording there would write into
-    the training data."""
-    if not isinstance(output, str):
-        return False
-    if is_mixed(input_):
-        input_ = [source.input_ for source in weighted_sources(input_)[0]]
-        input_ = [path for paths in input_ for path in ([paths] if isinstance(paths, str)
-                                                          else paths)]
-    inputs = [input_] if isinstance(input_, str) else input_ if isinstance(input_, list) else []
-    target = _normalized(output)
-    return any(isinstance(path, str) and (target == _normalized(path) or target.startswith(
-        _normalized(path).rstrip("/") + "/")) for path in inputs)
-
-
-def _normalized(path: str) -> str:
-    path = path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]  # a glob's fixed folder
-    if "://" in path:
-        return path.rstrip("/")
-    return os.path.realpath(path)
 
 
 def _stays_inside(filesystem: pafs.FileSystem, folder: str, path: str) -> bool:
