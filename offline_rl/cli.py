@@ -281,14 +281,17 @@ def _record(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.checkpoint import load_module
     from offline_rl.algorithms.ray_start import start_ray
-    from offline_rl.recording.recorder import Recorder
+    from offline_rl.recording.recorder import Recorder, check_output
 
     config = AlgorithmConfig.from_yaml(args.config)
     if args.output is not None:
         config.offline_data(output=args.output)
+    inputs = {"input_": config.sections.offline_data.input_,
+              "evaluation_input": config.sections.evaluation.evaluation_config.get("input_")}
+    check_output(config.recorder_config(), **inputs, overwrite=args.overwrite)  # before Ray
     policy = load_module(args.checkpoint)
     start_ray(verbose=args.verbose)
-    with Recorder(config.recorder_config(), policy, input_=config.sections.offline_data.input_,
+    with Recorder(config.recorder_config(), policy, **inputs,
                   overwrite=args.overwrite) as recorder:
         stats = recorder.record(args.episodes)
         stats["files"] = len(recorder.stop())

@@ -3,6 +3,7 @@ in the given proportions, a small source repeats, the mix resumes exactly, bad i
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import gymnasium as gym
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from offline_rl import BCConfig
+from offline_rl.cli import main
 from offline_rl.data.batch_stream import BatchStream
 from offline_rl.data.mixed_data import MixedData
 from offline_rl.data.mixed_stream import MixedStream, mix_counts
@@ -157,11 +159,54 @@ def test_per_source_form_mixes_two_formats(ray_session, sources, materialize):
         data.stop()
 
 
-@pytest.mark.parametrize("weight", [-1, 0, float("nan"), "0.5", None, True])
+@pytest.mark.parametrize("weight", [-1, 0, float("nan"), float("inf"), -float("inf"), "0.5",
+                                    None, True, [1], 10 ** 400])
 def test_bad_weights_are_refused(sources, weight):
     zeros, ones = sources
-    with pytest.raises(ConfigError, match=r"weight must be a finite number above 0"):
+    with pytest.raises(ConfigError, match=r"input_: source '.*ones': the weight must be a "
+                                          r"finite number above 0"):
         config({zeros: 0.5, ones: weight}).build()
+
+
+@pytest.mark.parametrize("weights, shares", [
+    ((1e308, 1e308), [0.5, 0.5]),                  # their sum overflows
+    ((1.7e308, 1e-10), [1.0, 1e-10 / 1.7e308]),
+    ((1e-320, 1e-320), [0.5, 0.5]),                # subnormal
+    ((5e-324, 3 * 5e-324), [0.25, 0.75]),
+    ((np.int64(3), np.float32(1)), [0.75, 0.25]),
+])
+def test_extreme_weights_are_divided_by_their_sum_safely(sources, weights, shares):
+    with pytest.warns(UserWarning, match=r"the input_ weights sum to .*not 1"):
+        data = MixedData(config(dict(zip(sources, weights))).data_config(SPACES), SPACES)
+    assert data.weights == pytest.approx(shares, rel=1e-12) and 0 < min(data.weights)
+    assert math.isclose(sum(data.weights), 1.0)
+
+
+def test_weights_whose_ratio_underflows_are_refused(sources):
+    zeros, ones = sources
+    for weights in ({zeros: 1e300, ones: 1e-300}, {zeros: 1e-300, "sampler": 1e300}):
+        weak = next(name for name, weight in weights.items() if weight == 1e-300)
+        with pytest.raises(ConfigError, match=rf"source '.*{Path(weak).name}': the weight "
+                                              r"1e-300 is too small beside the weight 1e\+300 "
+                                              r"of source .*: its share of a train batch "
+                                              r"underflows to 0"):
+            config(weights).environment("CartPole-v1").build()
+
+
+def test_a_yaml_weight_read_as_a_str_is_refused_by_the_cli(sources, tmp_path, capsys):
+    zeros, ones = sources
+    config_file = tmp_path / "mix.yaml"
+    config(zeros).to_yaml(config_file)
+    text = config_file.read_text().replace(f"input_: {zeros}", f"input_:\n    {zeros}: 1e308\n"
+                                           f"    {ones}: 1e308")
+    config_file.write_text(text)
+    before = config_file.read_bytes()
+    assert main(["train", str(config_file), "--output-dir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-2:] == [
+        "offline-rl: error: invalid BCConfig:",
+        f"  input_: source {zeros!r}: the weight must be a finite number above 0, got '1e308' "
+        "(a str: write it as a number; YAML reads 1e308 as a str, 1.0e+308 as a number)"]
+    assert config_file.read_bytes() == before
 
 
 @pytest.mark.slow

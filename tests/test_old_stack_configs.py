@@ -18,6 +18,9 @@ import ray
 import yaml
 
 from offline_rl import AlgorithmConfig, BCConfig, OfflinePreLearner
+from offline_rl.algorithms import get_algorithm_config_class, registered_algorithms
+from offline_rl.algorithms.flat_config import OLD_STACK_KEYS
+from offline_rl.cli import main
 from offline_rl.errors import ConfigError
 
 SAMPLE_BATCH_JSON = Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json"
@@ -93,6 +96,96 @@ def test_a_flat_config_with_old_keys_trains_as_its_sections_say(tmp_path):
 def test_old_keys_without_an_equivalent_and_unknown_keys_are_refused(values, message):
     with pytest.raises(ConfigError, match=message):
         BCConfig().update_from_dict(values)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"actions_in_input_normalized": "false"},
+     r"^old-stack key actions_in_input_normalized \(offline_data\(input_actions_normalized="
+     r"\.\.\.\) here\) must be True or False, got 'false'$"),
+    ({"shuffle_buffer_size": -3}, r"^old-stack key shuffle_buffer_size must be an int >= 0 "
+                                  r"\(train batches shuffled across\), got -3$"),
+    ({"shuffle_buffer_size": 2.5}, r"shuffle_buffer_size must be an int >= 0 .*got 2\.5$"),
+    ({"num_workers": "2"}, r"^old-stack key num_workers must be an int >= 0, got '2'$"),
+    ({"evaluation_num_workers": -1}, r"evaluation_num_workers \(evaluation\("
+                                     r"evaluation_num_env_runners=\.\.\.\) here\) must be an int "
+                                     r">= 0, got -1"),
+    ({"train_batch_size": "64"}, r"train_batch_size \(training\(train_batch_size_per_learner="
+                                 r"\.\.\.\) here\) must be an int from 1 to"),
+    ({"input": 5}, r"old-stack key input \(offline_data\(input_=\.\.\.\) here\) must be a path"),
+    ({"input": {"/a": "1e308"}}, r"old-stack key input \(offline_data\(input_=\.\.\.\) here\): "
+                                 r"source '/a': the weight must be a finite number above 0, got "
+                                 r"'1e308'"),
+    ({"input_config": {"format": "csv", "path": "/x"}},
+     r"old-stack key input_config\['format'\] must be one of \('json', 'parquet'\), got 'csv'"),
+    ({"input_config": {"parallelism": 0}}, r"input_config\['parallelism'\] must be an int >= 1"),
+    ({"input_config": {"num_cpus_per_read_task": -1}},
+     r"input_config\['num_cpus_per_read_task'\] must be a number >= 0, got -1"),
+    ({"input_config": {"path": 7}}, r"input_config\['path'\] \(offline_data\(input_=\.\.\.\) "
+                                    r"here\) must be a path"),
+    ({"output": 5}, r"old-stack key output \(offline_data\(output=\.\.\.\) here\) must be one "
+                    r"path"),
+    ({"output_config": {"max_num_samples_per_file": 0}},
+     r"output_config\['max_num_samples_per_file'\] \(offline_data\(output_max_rows_per_file="
+     r"\.\.\.\) here\) must be None or an int >= 1, got 0"),
+    ({"output_config": {"store_infos": "yes"}},
+     r"output_config\['store_infos'\] must be True or False, got 'yes'"),
+    ({"output_config": {"format": "csv"}}, r"output_config\['format'\] must be one of"),
+    ({"input_evaluation": 5}, r"input_evaluation must be an estimator name or a list of them"),
+    ({"postprocess_inputs": "false"}, r"postprocess_inputs must be True or False, got 'false'"),
+    ({"framework": 5}, r"framework must be one of \('torch', 'tf', 'tf2', 'jax'\), got 5"),
+    ({"explore": "no"}, r"old-stack key explore must be True or False, got 'no'"),
+    ({"exploration_config": 5}, r"exploration_config must be a dict of keyword arguments"),
+    ({"exploration_fraction": 2}, r"exploration_fraction must be a finite number from 0 to 1"),
+    ({"exploration_final_eps": float("nan")}, r"exploration_final_eps must be a finite number"),
+    ({"evaluation_config": {"actions_in_input_normalized": 1}},
+     r"^evaluation_config: old-stack key actions_in_input_normalized .* got 1$"),
+])
+def test_an_old_keys_value_is_checked_before_it_is_translated(values, message):
+    with pytest.raises(ConfigError, match=message):
+        AlgorithmConfig.from_dict({"algorithm": "BC", "env": "CartPole-v1", **values})
+
+
+@pytest.mark.parametrize("algorithm", registered_algorithms())
+def test_every_old_key_is_checked_by_its_option_or_a_check_of_its_own(algorithm):
+    config = get_algorithm_config_class(algorithm)()
+    options = {name: part for part in config.sections for name in part.option_names()}
+    checks = [old.check for old in OLD_STACK_KEYS.values()]
+    checks += [check for nested in checks if isinstance(nested, dict) for check in nested.values()]
+    for check in checks:
+        assert check is not None
+        if isinstance(check, str):  # the option's own check, which it must have
+            assert options[check].option_check(check) is not None, check
+
+
+def test_a_yaml_config_with_nonsense_old_keys_fails_before_training(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.json").write_bytes(b'{"obs": [0.0]}\n')
+    for key, value, last in [
+            ("actions_in_input_normalized", "false",
+             "old-stack key actions_in_input_normalized (offline_data(input_actions_normalized="
+             "...) here) must be True or False, got 'false'"),
+            ("shuffle_buffer_size", -3, "old-stack key shuffle_buffer_size must be an int >= 0 "
+                                        "(train batches shuffled across), got -3")]:
+        path = tmp_path / f"{key}.yaml"
+        path.write_text(yaml.safe_dump({"algorithm": "BC", "env": "Pendulum-v1",
+                                        "input": str(data), key: value}))
+        files = {file: file.read_bytes() for file in (path, data / "rows.json")}
+        assert main(["train", str(path), "--output-dir", str(tmp_path / "run")]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"offline-rl: error: {path}: {last}")
+        assert main(["train", "--run", "BC", "--env", "Pendulum-v1", "--config", json.dumps(
+            {"input": str(data), key: value}), "--output-dir", str(tmp_path / "run")]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"offline-rl: error: {last}"
+        assert {file: file.read_bytes() for file in files} == files
+        assert sorted(tmp_path.iterdir()) == sorted([data, *tmp_path.glob("*.yaml")])
+
+
+def test_a_bool_option_takes_only_a_bool():
+    with pytest.raises(ConfigError, match=r"input_actions_normalized: must be True or False, "
+                                          r"got 'false'"):
+        BCConfig().environment("Pendulum-v1").offline_data(
+            input_="/data", input_actions_normalized="false").validate()
 
 
 def test_actions_recorded_normalized_are_unsquashed_onto_the_box():

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import shutil
 import threading
 from pathlib import Path
 
@@ -292,6 +295,53 @@ def test_recording_into_the_training_input_is_refused(tmp_path, capsys):
         with pytest.raises(OutputError, match=r"is the training input"):
             config.build()
     assert file_hashes(data_files(data)) == dataset and not (data / "recorded").exists()
+
+
+def test_recording_into_any_input_of_the_config_is_refused_however_it_is_named(
+        tmp_path, capsys, monkeypatch):
+    # A tabular input folder (RLlib's layout), named in every way a config may name it; the
+    # recording would be episodes. Refused by the Python API, build() and `offline-rl record`.
+    data = tmp_path / "data"
+    shutil.copytree(TABULAR, data)
+    (tmp_path / "link").symlink_to(data, target_is_directory=True)
+    (tmp_path / "checkpoint").mkdir()  # never loaded: the output is checked first
+    monkeypatch.chdir(tmp_path)
+    one_file = str(next(data.rglob("*.parquet")))
+    before = {file: file.read_bytes() for file in tmp_path.rglob("*") if file.is_file()}
+    cases = [  # (input_, evaluation_config's input_, output, how the error says it)
+        ("data", None, f"{data}/", "is the training input 'data' or inside it"),
+        (f"{data}/", None, f"file://{data}", f"is the training input '{data}/' or inside it"),
+        (f"file://{data}", None, "./data/recorded/",
+         f"is the training input 'file://{data}' or inside it"),
+        (f"{data}/cartpoleenv/*/*.parquet", None, "data/cartpoleenv",
+         f"is the training input '{data}/cartpoleenv/*/*.parquet' or inside it"),
+        ({str(TABULAR): 0.5, "link": 0.5}, None, str(data),
+         "is the training input 'link' or inside it"),
+        ([{"input_": [str(TABULAR), f"{tmp_path}/link/"], "weight": 1}], None, "data/new",
+         f"is the training input '{tmp_path}/link/' or inside it"),
+        (one_file, None, "data", f"holds the training input {one_file!r}"),
+        (str(TABULAR), str(data), "link/recorded", "is the evaluation input "
+         f"(evaluation_config['input_']) {str(data)!r} or inside it"),
+    ]
+    for input_, held_out, output, says in cases:
+        config = recording_config(Path(output), input_=input_).evaluation(
+            evaluation_config={"input_": held_out} if held_out else {})
+        config.offline_data(output=output)
+        shown = os.path.abspath(output) if "://" not in output else output
+        message = (f"recording: output {shown!r} {says}; recording there would mix new "
+                   "episodes with the data trained or evaluated on: choose another folder")
+        with pytest.raises(OutputError, match=f"^{re.escape(message)}$"):
+            Recorder(config.recorder_config(), alternating, input_=input_,
+                     evaluation_input=held_out)
+        with pytest.raises(OutputError, match=re.escape(says)):
+            config.build()
+        config.to_yaml(tmp_path / "record.yaml")
+        assert main(["record", "record.yaml", "checkpoint", "--output", output,
+                     "--overwrite"]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"offline-rl: error: {message}"
+        (tmp_path / "record.yaml").unlink()
+        assert {file: file.read_bytes() for file in tmp_path.rglob("*")
+                if file.is_file()} == before, input_
 
 
 @pytest.mark.timeout(180)

@@ -121,7 +121,8 @@ class Algorithm:
         spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
-            check_output(self.recording_config(), input_=sections.offline_data.input_)
+            check_output(self.recording_config(), input_=sections.offline_data.input_,
+                         evaluation_input=sections.evaluation.evaluation_config.get("input_"))
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
             # Checks the input (files, columns, the first rows) before any Ray work.

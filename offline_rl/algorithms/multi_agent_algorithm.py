@@ -114,7 +114,8 @@ class MultiAgentAlgorithm:
                                (environment.observation_space, environment.action_space))
         if sections.offline_data.output:
             recording = self.config.recorder_config()
-            check_output(recording, input_=sections.offline_data.input_)
+            check_output(recording, input_=sections.offline_data.input_,
+                         evaluation_input=sections.evaluation.evaluation_config.get("input_"))
             self.writer = runner_writer(recording, 0, new_run_id(), overwrite=False)
         self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
         for module_id in multi_agent.trained_modules:

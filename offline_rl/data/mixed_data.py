@@ -239,9 +239,11 @@ def _warn_unless_normalized(input_: Any) -> None:
                + ([sampler] if sampler else []))
     raw = (list(input_.values()) if isinstance(input_, dict)
            else [item["weight"] for item in input_])
-    if math.isclose(sum(raw), 1.0, rel_tol=1e-9):
+    total = sum(float(weight) for weight in raw)
+    if math.isclose(total, 1.0, rel_tol=1e-9):
         return
     names = [source.name for source in sources] + (["sampler"] if sampler else [])
     shares = ", ".join(f"{name!r}: {weight:.4g}" for name, weight in zip(names, weights))
-    warn_at_caller(f"the input_ weights sum to {sum(raw):g}, not 1: they were divided by "
+    shown = f"{total:g}" if math.isfinite(total) else "more than the largest float"
+    warn_at_caller(f"the input_ weights sum to {shown}, not 1: they were divided by "
                    f"their sum, each source's share of a train batch is now {{{shares}}}")

@@ -26,7 +26,6 @@ Examples:
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 import warnings
@@ -41,7 +40,6 @@ from offline_rl.recording.manifests import (
     read_manifests,
     unproven_reason,
 )
-from offline_rl.settings.sources import is_mixed, weighted_sources
 
 #: Foreign files an error names before it gives the count of the rest.
 NAMED_FILES = 5
@@ -146,29 +144,6 @@ def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run:
                       f"prove it wrote and kept {'; '.join(kept[:NAMED_FILES])}{more}; delete "
                       "what you do not need yourself", UserWarning, stacklevel=3)
     return kept
-
-
-def output_is_input(output: str, input_: object) -> bool:
-    """Whether ``output`` is one of the input paths (``input_``: a path, glob or URI, or a list
-    of them, or a mix of sources), or a folder inside one: recording there would write into
-    the training data."""
-    if not isinstance(output, str):
-        return False
-    if is_mixed(input_):
-        input_ = [source.input_ for source in weighted_sources(input_)[0]]
-        input_ = [path for paths in input_ for path in ([paths] if isinstance(paths, str)
-                                                          else paths)]
-    inputs = [input_] if isinstance(input_, str) else input_ if isinstance(input_, list) else []
-    target = _normalized(output)
-    return any(isinstance(path, str) and (target == _normalized(path) or target.startswith(
-        _normalized(path).rstrip("/") + "/")) for path in inputs)
-
-
-def _normalized(path: str) -> str:
-    path = path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0]  # a glob's fixed folder
-    if "://" in path:
-        return path.rstrip("/")
-    return os.path.realpath(path)
 
 
 def _check_writable(output: str, filesystem: pafs.FileSystem, folder: str, writer: str) -> None:

@@ -18,8 +18,9 @@ from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
+from offline_rl.recording.input_overlap import overlap_problem
 from offline_rl.recording.json_writer import JsonWriter
-from offline_rl.recording.output_folder import claim_output_folder, new_run_id, output_is_input
+from offline_rl.recording.output_folder import claim_output_folder, new_run_id
 from offline_rl.recording.output_writer import OutputWriter
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
@@ -44,9 +45,11 @@ class Recorder:
     Each Recorder is a run with its own id in its files' names, so recording again into the
     same folder adds episodes and never replaces earlier ones. An output folder that holds
     files offline-rl did not write is refused (``OutputError``) unless ``overwrite=True``
-    (which writes beside them, leaving them untouched); so is an output that is ``input_``
-    (the training data) or inside it. ``num_cpus_per_env_runner="auto"`` gives each actor a
-    CPU where all fit beside the ``beside_cpus`` the rest of the run holds, else none.
+    (which writes beside them, leaving them untouched); so is an output that is an input of
+    the config, is inside one or holds one: ``input_`` or the config's own ``input_`` (the
+    training data), or the ``evaluation_input`` (``evaluation_config``'s held-out data; see
+    ``input_overlap``), whatever their formats. ``num_cpus_per_env_runner="auto"`` gives each
+    actor a CPU where all fit beside the ``beside_cpus`` the rest of the run holds, else none.
 
     Examples:
         >>> import tempfile
@@ -67,12 +70,12 @@ class Recorder:
 
     @surface_errors
     def __init__(self, config: RecorderConfig, policy: Any, *, input_: Any = None,
-                 overwrite: bool = False, beside_cpus: float = 0.0):
-        if not config.offline_data.output:
-            raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
+                 evaluation_input: Any = None, overwrite: bool = False,
+                 beside_cpus: float = 0.0):
+        check_output(config, input_=input_, evaluation_input=evaluation_input,
+                     overwrite=overwrite)
         if config.environment.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
-        check_output(config, input_=input_, overwrite=overwrite)
         runner = ray.remote(num_cpus=checked_env_runner_cpus(config, beside_cpus))(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
@@ -144,18 +147,25 @@ def checked_env_runner_cpus(config: RecorderConfig, beside: float = 0.0) -> floa
     return cpus
 
 
-def check_output(config: RecorderConfig, *, input_: Any = None, overwrite: bool = False
-                 ) -> None:
+def check_output(config: RecorderConfig, *, input_: Any = None, evaluation_input: Any = None,
+                 overwrite: bool = False) -> None:
     """Fails fast, before anything is recorded, with an ``OutputError`` when the ``output``
-    location is ``input_`` (or inside it), is a file, cannot be written (its folder is
-    created), or holds files offline-rl did not write (unless ``overwrite``)."""
+    location overlaps an input (``input_``, the config's own ``input_``, the
+    ``evaluation_input``: is one, is inside one or holds one, see ``input_overlap``), is a
+    file, cannot be written (its folder is created), or holds files offline-rl did not write
+    (unless ``overwrite``); a ``ConfigError`` without an ``output``."""
     options = config.offline_data
+    if not options.output:
+        raise ConfigError("recording needs config.offline_data(output=<path or URI>)")
     if callable(options.output):  # a custom writer's creator: it writes where it likes
         return
-    if output_is_input(options.output, input_):
-        raise OutputError(f"recording: output {options.output!r} is the training input "
-                          f"(input_={input_!r}) or inside it; recording there would mix new "
-                          "episodes into the data being trained on: choose another folder")
+    overlap = overlap_problem(options.output, {
+        "the training input": [input_, options.input_],
+        "the evaluation input (evaluation_config['input_'])": evaluation_input})
+    if overlap:
+        raise OutputError(f"recording: output {options.output!r} {overlap}; recording there "
+                          "would mix new episodes with the data trained or evaluated on: "
+                          "choose another folder")
     filesystem, folder = output_location(
         options.output, resolve_filesystem(options.output_filesystem,
                                            options.output_filesystem_kwargs,

@@ -8,6 +8,7 @@ from typing import Any
 
 from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import (
+    A_BOOL,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     Rule,
@@ -37,7 +38,7 @@ class EvaluationConfig(Section):
     #: Ray actors that share the episodes (0: this process plays them).
     evaluation_num_env_runners: int = option(0, AN_INT_AT_LEAST_0)
     #: The actors play while the iteration trains, with the weights from before it.
-    evaluation_parallel_to_training: bool = option(False)
+    evaluation_parallel_to_training: bool = option(False, A_BOOL)
     #: ``{name: {"type": estimator, **its arguments}}``, estimated on ``evaluation_config``'s
     #: data.
     off_policy_estimation_methods: dict[str, dict[str, Any]] = option({})

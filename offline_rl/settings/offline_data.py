@@ -16,6 +16,7 @@ from offline_rl.formats.checks import (
     OBS_BOUNDS_POLICIES,
 )
 from offline_rl.settings.options import (
+    A_BOOL,
     A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     KEYWORD_ARGUMENTS,
@@ -93,9 +94,9 @@ class OfflineDataConfig(Section):
     #: Column renames, the data's names to offline-rl's.
     input_read_schema: dict[str, str] = option({}, column_renames_problem)
     #: The data holds msgpack-encoded ``SingleAgentEpisode``s (RLlib's episodes format).
-    input_read_episodes: bool = option(False)
+    input_read_episodes: bool = option(False, A_BOOL)
     #: The data holds old-stack ``SampleBatch`` JSON lines.
-    input_read_sample_batches: bool = option(False)
+    input_read_sample_batches: bool = option(False, A_BOOL)
     #: Rows per batch each PreLearner maps (``None``: chosen from the train batch size).
     input_read_batch_size: int | None = option(None, optional(AN_INT_AT_LEAST_1))
     #: A pyarrow filesystem, or ``"s3"``/``"gcs"``/``"abs"`` with ``input_filesystem_kwargs``.
@@ -113,11 +114,11 @@ class OfflineDataConfig(Section):
     input_action_bounds: str = option("keep", one_of(*ACTION_BOUNDS_POLICIES))
     #: The recorded ``Box`` actions are normalized to [-1, 1] (RLlib's old stack wrote them so
     #: with ``normalize_actions``): they are mapped onto the action space's bounds first.
-    input_actions_normalized: bool = option(False)
+    input_actions_normalized: bool = option(False, A_BOOL)
     #: Materialize the raw data in the object store before mapping.
-    materialize_data: bool = option(False)
+    materialize_data: bool = option(False, A_BOOL)
     #: Materialize the mapped data, read and mapped once for all epochs.
-    materialize_mapped_data: bool = option(True)
+    materialize_mapped_data: bool = option(True, A_BOOL)
     #: ``map_batches`` keywords: the PreLearner pool (``concurrency``), ``num_cpus``, ...
     map_batches_kwargs: dict[str, Any] = option({})
     #: ``iter_batches`` keywords (``prefetch_batches``, ...).
@@ -157,10 +158,10 @@ class OfflineDataConfig(Section):
     output_filesystem: Any = option(None)
     output_filesystem_kwargs: dict[str, Any] = option({})
     #: Write whole episodes (msgpack, RLlib's format) rather than tabular rows.
-    output_write_episodes: bool = option(True)
+    output_write_episodes: bool = option(True, A_BOOL)
     #: Write old-stack ``SampleBatch`` JSON lines, one per episode (RLlib's ``JsonWriter``
     #: format, what the old stack's ``output`` path wrote) rather than Parquet.
-    output_write_sample_batches: bool = option(False)
+    output_write_sample_batches: bool = option(False, A_BOOL)
 
     @property
     def reads_episodes(self) -> bool:

@@ -120,6 +120,13 @@ class Section:
         return []
 
     @classmethod
+    def option_check(cls, name: str) -> Check | None:
+        """The check of option ``name`` (``None``: it has none, or is no option here)."""
+        field = next((field for field in dataclasses.fields(cls)  # type: ignore[arg-type]
+                      if field.name == name), None)
+        return None if field is None else field.metadata.get("check")
+
+    @classmethod
     def option_names(cls) -> list[str]:
         """The section's fields, in declaration order."""
         return [field.name for field in dataclasses.fields(cls)]  # type: ignore[arg-type]

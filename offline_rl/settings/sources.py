@@ -10,8 +10,11 @@ Two forms mix sources (any other ``input_`` is one source):
 
 Either form may name ``"sampler"`` (``SAMPLER``) with a weight: that share of each train batch
 is experience the current policy collects online in the environment. Weights are finite
-numbers above 0; they are divided by their sum, so ``{"a": 2, "b": 1}`` reads two rows of
-``a`` for each of ``b``.
+numbers above 0 (ints, floats, numpy numbers; not bools or strings); they are divided by their
+sum, so ``{"a": 2, "b": 1}`` reads two rows of ``a`` for each of ``b``. The division is safe
+for any such weights (``shares``: each is divided by the largest first, so ``1e308`` twice is
+half and half, and ``1e-320`` alone is all); a weight too small beside another for its share
+to be a float above 0 (a ratio past about ``1e308``) is refused.
 
 Examples:
     >>> sources, sampler = weighted_sources({"/data/expert": 3, "/data/medium": 1})
@@ -19,11 +22,15 @@ Examples:
     ([('/data/expert', 0.75), ('/data/medium', 0.25)], 0.0)
     >>> mix_problem({"/data/expert": 0.5, "sampler": -1})
     "source 'sampler': the weight must be a finite number above 0, got -1"
+    >>> shares([1e308, 1e308])
+    [0.5, 0.5]
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,28 +78,86 @@ def mix_problem(input_: Any) -> str | None:
     if not entries:
         return "mixes no sources: give at least one path with its weight"
     for name, weight, options in entries:
-        if isinstance(weight, bool) or not isinstance(weight, int | float) \
-                or not math.isfinite(weight) or weight <= 0:
-            return f"source {name!r}: the weight must be a finite number above 0, got {weight!r}"
+        problem = weight_problem(weight)
+        if problem:
+            return f"source {_shown(name)}: the weight must be {problem}"
         unknown = sorted(set(options) - set(SOURCE_OPTIONS))
         if unknown:
-            return (f"source {name!r}: {unknown} cannot be set per source; a source may set "
-                    f"{list(SOURCE_OPTIONS)}")
+            return (f"source {_shown(name)}: {unknown} cannot be set per source; a source may "
+                    f"set {list(SOURCE_OPTIONS)}")
     if all(name == SAMPLER for name, _, _ in entries):
         return ("mixes only the sampler: give at least one offline source (offline-rl trains "
                 "from recorded data, with a share of online experience at most)")
+    weights = [float(weight) for _, weight, _ in entries]
+    largest = entries[weights.index(max(weights))]
+    for (name, weight, _), share in zip(entries, shares(weights)):
+        if share == 0:
+            return (f"source {_shown(name)}: the weight {weight!r} is too small beside the "
+                    f"weight {largest[1]!r} of source {_shown(largest[0])}: its share of a "
+                    "train batch underflows to 0 (below the smallest float); give weights "
+                    "within a ratio of about 1e300 of each other, or drop the source")
     return None
+
+
+def weight_problem(weight: Any) -> str | None:
+    """What is wrong with one source's weight (``"a finite number above 0, got ..."``), or
+    ``None``: an int, float or numpy number (not a bool) that a float holds, finite and above
+    0.
+
+    Examples:
+        >>> weight_problem("1e308")
+        "a finite number above 0, got '1e308' (a str: write it as a number; YAML reads 1e308 \
+as a str, 1.0e+308 as a number)"
+        >>> weight_problem(10 ** 400) is not None, weight_problem(1e-320)
+        (True, None)
+    """
+    what = "a finite number above 0"
+    if isinstance(weight, str):
+        try:
+            number = float(weight)
+        except ValueError:
+            number = math.nan
+        hint = (f"; YAML reads {weight} as a str, {number:.1e} as a number"
+                if math.isfinite(number) and "." not in weight else "")
+        return f"{what}, got {weight!r} (a str: write it as a number{hint})"
+    if isinstance(weight, bool):
+        return f"{what}, got {weight!r} (a bool)"
+    if not isinstance(weight, numbers.Real):
+        return f"{what}, got {weight!r}"
+    try:
+        value = float(weight)
+    except OverflowError:
+        return (f"{what} that a float holds (at most {sys.float_info.max:.1e}), got an int of "
+                f"{len(str(weight))} digits")
+    if not math.isfinite(value) or value <= 0:
+        return f"{what}, got {weight!r}"
+    return None
+
+
+def shares(weights: list[float]) -> list[float]:
+    """``weights`` (finite, above 0) divided by their sum, without overflow: each is divided by
+    the largest first (a share that underflows comes back 0; ``mix_problem`` refuses it)."""
+    largest = max(weights)
+    scaled = [weight / largest for weight in weights]
+    total = math.fsum(scaled)
+    return [part / total for part in scaled]
 
 
 def weighted_sources(input_: Any) -> tuple[list[Source], float]:
     """The offline sources of a mixing ``input_`` (checked: ``mix_problem``) with their
     weights divided by the sum of all weights, and the sampler's share (0 without one)."""
     entries = _entries(input_)
-    total = sum(weight for _, weight, _ in entries)
-    sources = [Source(paths, weight / total, options)
-               for paths, weight, options in entries if paths != SAMPLER]
-    sampler = sum(weight for name, weight, _ in entries if name == SAMPLER) / total
+    parts = shares([float(weight) for _, weight, _ in entries])
+    sources = [Source(paths, share, options)
+               for (paths, _, options), share in zip(entries, parts) if paths != SAMPLER]
+    sampler = math.fsum(share for (name, _, _), share in zip(entries, parts) if name == SAMPLER)
     return sources, sampler
+
+
+def _shown(name: Any) -> str:
+    """A source as messages name it: its path, or its first path and the count of the
+    others."""
+    return repr(name) if isinstance(name, str) else repr(Source(name, 0.0).name)
 
 
 def _entries(input_: Any) -> list[tuple[Any, Any, dict[str, Any]]] | str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
 from offline_rl.settings.options import (
+    A_BOOL,
     A_NUMBER_ABOVE_0,
     Rule,
     Section,
@@ -45,7 +46,7 @@ class TrainingConfig(Section):
     #: pieces, or its ``"package.module:name"``.
     learner_connector: Callable[..., Any] | str | None = option(None)
     #: Whether the default learner connector pieces follow the custom ones.
-    add_default_connectors_to_learner_pipeline: bool = option(True)
+    add_default_connectors_to_learner_pipeline: bool = option(True, A_BOOL)
     #: With ``"sampler"`` in ``input_``: online rows trained per env step sampled (RLlib's
     #: ``training_intensity``); ``None``: 1, each env step trained on about once.
     training_intensity: float | None = option(None, optional(A_NUMBER_ABOVE_0))

@@ -18,6 +18,7 @@ from offline_rl.algorithms.td_config import (
 )
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
 from offline_rl.settings.options import (
+    A_BOOL,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     Rule,
@@ -41,12 +42,12 @@ class CQLHyperparameters(TDHyperparameters):
     initial_alpha: float = option(1.0, POSITIVE)
     target_entropy: float | None = option(None, Rule(
         "a finite number or None", lambda value: value is None or is_finite_number(value)))
-    soft_q_backup: bool = option(False)
+    soft_q_backup: bool = option(False, A_BOOL)
     min_q_weight: float = option(5.0, NON_NEGATIVE)
     num_actions: int = option(10, AN_INT_AT_LEAST_1)
     temperature: float = option(1.0, POSITIVE)
     bc_iters: int = option(0, AN_INT_AT_LEAST_0)
-    lagrangian: bool = option(False)
+    lagrangian: bool = option(False, A_BOOL)
     lagrangian_thresh: float = option(5.0)
 
 
