@@ -12,7 +12,7 @@ import numpy as np
 class NeverEnds(gym.Env):
     """CartPole's spaces; its episodes neither terminate nor truncate."""
 
-    observation_space = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
     def __init__(self, env_config: dict[str, Any] | None = None, **kwargs: Any):
