@@ -176,7 +176,7 @@ def check_env_spaces(env: Any, configured: tuple[gym.Space | None, gym.Space | N
         >>> try:
         ...     check_env_spaces(env, (None, gym.spaces.Discrete(3)))
         ... except ConfigError as error:
-        ...     print(str(error)[:92])
+        ...     print(str(error)[:89])
         config.environment(action_space=Discrete(3)) is not the action space of env 'CartPole-v1'
     """
     own = (env.observation_space, env.action_space)
