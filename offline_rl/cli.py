@@ -189,6 +189,7 @@ def _throughput(recent: deque[tuple[float, int]]) -> float:
 def _evaluate(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.checkpoint import load_module, read_config
     from offline_rl.evaluation.env_evaluation import EnvEvaluator
+    from offline_rl.evaluation.env_limits import evaluation_limits
 
     config = read_config(args.checkpoint)
     if config.sections.multi_agent.is_multi_agent:
@@ -201,7 +202,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.checkpoint} was trained without an env: nothing to play in; "
                           "estimate its value from logged data with --ope DATA")
     evaluator = EnvEvaluator(environment.env, environment.env_config,
-                             num_envs=min(args.episodes, 8), seed=args.seed)
+                             num_envs=min(args.episodes, 8), seed=args.seed,
+                             limits=evaluation_limits(config.sections))
     result = evaluator.evaluate(module.compute_actions, args.episodes)
     evaluator.close()
     print(f"{environment.env}: return mean {result['episode_return_mean']:.1f} "

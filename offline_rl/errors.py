@@ -94,6 +94,12 @@ class TrainingError(OfflineRLError, RuntimeError):
     causes."""
 
 
+class EnvError(OfflineRLError, RuntimeError):
+    """An env failed while offline-rl played it (the sampler, evaluation, recording): it raised
+    in ``reset()`` or ``step()``, or an episode ran past its time without ending; the message
+    names the env, who played it, the episode and the step, and what to change."""
+
+
 class UnknownModuleError(ConfigError, KeyError):
     """A module id names none of the modules there are; the message names those.
 

@@ -105,8 +105,8 @@ def test_env_runner_keeps_its_envs_across_record_calls(tmp_path):
                             OfflineDataConfig(output=str(tmp_path)), DebuggingConfig(seed=0))
     runner = _EnvRunner(config, alternating, 0, run_id="test")
     envs = list(runner.envs)
-    returns, lengths = runner.record(3)
-    assert len(returns) == len(lengths) == 3
+    returns, lengths, cut_notice = runner.record(3)
+    assert len(returns) == len(lengths) == 3 and cut_notice is None
     runner.record(2)
     assert runner.envs == envs and runner.episodes_started == 5
     assert runner.stop()

@@ -3,15 +3,21 @@ episodes mixed into each train batch at the given weight, recorded while trainin
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from offline_rl import Algorithm, BCConfig
 from offline_rl.algorithms.dqn.dqn import DQNConfig
-from offline_rl.errors import ConfigError, ResourceError
+from offline_rl.cli import main
+from offline_rl.errors import ConfigError, EnvError, ResourceError
 from offline_rl.formats.episode_input import decode_episode
+from tests.envs import LosesConnection, NeverEnds
 
 BATCH = 100
 UPDATES = 4
@@ -175,3 +181,87 @@ def test_online_rows_follow_the_batch_share_and_offline_columns():
         online.mixed_into({"obs": np.zeros((7, 1), np.float32),
                            "actions": np.zeros(7, np.int64),
                            "advantages": np.zeros(7, np.float32)}, 3)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.slow
+def test_an_env_whose_episodes_never_end_is_cut_or_named_in_bounded_time(ray_session,
+                                                                         cartpole_data):
+    """Issue 79: with "sampler" in input_, such an env made train() never return."""
+    started = time.monotonic()
+    config = (sampler_config(BCConfig, cartpole_data).environment(NeverEnds)
+              .env_runners(num_env_runners=1, max_episode_steps=25)
+              .evaluation(evaluation_duration=2))
+    with config.build() as algo:
+        # (train()'s warning says the same of the sampler's env runner 0; pytest.warns cannot
+        # catch it reliably there: Ray Data's threads enter and leave catch_warnings meanwhile)
+        sampled = algo.train()["env_runners"]
+        with pytest.warns(UserWarning, match=r"evaluate\(\): episodes of env "
+                                             r"'tests.envs.NeverEnds' that reach "
+                                             r"max_episode_steps=25"):
+            evaluated = algo.evaluate()["env_runners"]
+    assert sampled["num_episodes_cut"] == sampled["num_episodes"] >= 1
+    assert sampled["episode_len_mean"] == evaluated["episode_len_mean"] == 25
+    # No cap (the env has no spec): each player raises once an episode outruns its timeout.
+    uncapped = (config.copy().env_runners(max_episode_steps=None, sample_timeout_s=1)
+                .evaluation(evaluation_sample_timeout_s=1))
+    with uncapped.build() as algo:
+        with pytest.raises(EnvError, match=r"the sampler's env runner 0: episode 0 of env "
+                                           r"'tests.envs.NeverEnds' ran 1\.\d s \(\d+ steps\) "
+                                           r"without ending, over the limit of 1 s \(env_runners"
+                                           r"\(sample_timeout_s=...\)\).*env_runners\("
+                                           r"max_episode_steps=...\)"):
+            algo.train()
+        with pytest.raises(EnvError, match=r"evaluate\(\): episode 0 of env .* over the limit "
+                                           r"of 1 s \(evaluation\(evaluation_sample_timeout_s"):
+            algo.evaluate()
+    assert time.monotonic() - started < 180
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.slow
+def test_an_env_that_raises_is_named_by_the_sampler_evaluation_and_record(
+        ray_session, cartpole_data, tmp_path, capsys):
+    """Issue 79: the env's error reached the user as RayTaskError(RuntimeError)."""
+    named = (r"env '{env}' raised RuntimeError: simulator connection lost in step\(\) after 2 "
+             r"step\(s\) of episode 0, played by {player}\. The error is the env's own")
+    config = (sampler_config(BCConfig, cartpole_data).environment(LosesConnection)
+              .env_runners(num_env_runners=1)
+              .evaluation(evaluation_duration=2, evaluation_num_env_runners=1))
+    with config.build() as algo:
+        with pytest.raises(EnvError, match=named.format(
+                env="tests.envs.LosesConnection", player="the sampler's env runner 0")) as error:
+            algo.train()
+        assert isinstance(error.value.__cause__.cause, RuntimeError)  # the env's own, via Ray
+        with pytest.raises(EnvError, match=named.format(
+                env="tests.envs.LosesConnection", player="evaluation env runner 0")):
+            algo.evaluate()
+        checkpoint = algo.save_to_path(tmp_path / "checkpoint")
+    record = tmp_path / "record.yaml"
+    record.write_text("algorithm: BC\nenvironment: {env: 'tests.envs:LosesConnection-v0'}\n")
+    assert main(["record", str(record), checkpoint, "--episodes", "2",
+                 "--output", str(tmp_path / "recorded")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.match("offline-rl: error: " + named.format(
+        env="LosesConnection-v0", player="recording env runner 0"), last), last
+
+
+def test_env_spaces_other_than_the_data_are_refused_at_build(cartpole_data):
+    """Issue 79: the policy's action 2 reached CartPole as RayTaskError(AssertionError)."""
+    config = sampler_config(BCConfig, cartpole_data).environment(
+        "CartPole-v1", observation_space=gym.spaces.Box(-5, 5, (4,), np.float32),
+        action_space=gym.spaces.Discrete(3))
+    with pytest.raises(ConfigError, match=r"config.environment\(action_space=Discrete\(3\)\) is "
+                                          r"not the action space of env 'CartPole-v1', "
+                                          r"Discrete\(2\).*drop action_space="):
+        config.build()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"max_episode_steps": 0},
+     "max_episode_steps: must be None \\(the env spec's\\) or an int >= 1"),
+    ({"sample_timeout_s": -1}, "sample_timeout_s: must be None \\(no limit\\) or a number > 0"),
+])
+def test_episode_limits_are_validated(options, message):
+    with pytest.raises(ConfigError, match=message):
+        BCConfig().environment("CartPole-v1").env_runners(**options).validate()

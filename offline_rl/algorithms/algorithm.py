@@ -21,6 +21,7 @@ from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
 from offline_rl.models.multi_rl_module import MultiRLModule
 from offline_rl.names import (
     ALL_MODULES,
@@ -116,8 +117,10 @@ class Algorithm:
             self.evaluator = EnvEvaluator(
                 environment.env, environment.env_config,
                 num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
-                seed=sections.debugging.seed,
+                seed=sections.debugging.seed, limits=evaluation_limits(sections),
             )
+            check_env_spaces(self.evaluator.envs[0],
+                             (environment.observation_space, environment.action_space))
         spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
@@ -160,7 +163,8 @@ class Algorithm:
                 num_cpus=cpus_per_runner,
                 seed=sections.debugging.seed,
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
-                             MAX_EVALUATION_ENVS))
+                             MAX_EVALUATION_ENVS),
+                limits=evaluation_limits(sections))
 
     def recording_config(self) -> RecorderConfig:
         """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""

@@ -126,10 +126,15 @@ class AlgorithmConfig(FlatAccess):
     def env_runners(self, *, num_env_runners: int = NotProvided,
                     num_envs_per_env_runner: int = NotProvided,
                     num_cpus_per_env_runner: float | str = NotProvided,
-                    batch_mode: str = NotProvided) -> AlgorithmConfig:
+                    batch_mode: str = NotProvided,
+                    max_episode_steps: int | None = NotProvided,
+                    sample_timeout_s: float | None = NotProvided) -> AlgorithmConfig:
         """The Ray actors that play the policy when recording (``Recorder``, or ``evaluate()``
-        with ``offline_data(output=...)``): how many, envs per actor, CPUs per actor ("auto":
-        1 where they fit beside the rest of the run, else 0, sharing the CPUs)."""
+        with ``offline_data(output=...)``) and for the ``"sampler"`` of ``input_``: how many,
+        envs per actor, CPUs per actor ("auto": 1 where they fit beside the rest of the run,
+        else 0, sharing the CPUs). ``max_episode_steps`` cuts every episode offline-rl plays
+        (evaluation's too) at that many steps (``None``: the env spec's); an episode of theirs
+        that runs ``sample_timeout_s`` seconds without ending raises ``EnvError``."""
         return self._set(self.sections.env_runners, locals())
 
     def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,
@@ -183,6 +188,7 @@ class AlgorithmConfig(FlatAccess):
                    evaluation_num_env_runners: int = NotProvided,
                    evaluation_num_workers: int = NotProvided,
                    evaluation_parallel_to_training: bool = NotProvided,
+                   evaluation_sample_timeout_s: float | None = NotProvided,
                    off_policy_estimation_methods: dict[str, dict[str, Any]] = NotProvided,
                    evaluation_config: dict[str, Any] = NotProvided,
                    offline_evaluation_interval: int | None = NotProvided,
@@ -193,7 +199,8 @@ class AlgorithmConfig(FlatAccess):
         ``evaluation_num_env_runners``: Ray actors that share the episodes (0: this process
         plays them; each actor takes ``num_cpus_per_env_runner`` CPUs); with
         ``evaluation_parallel_to_training`` they play while the iteration trains, with the
-        weights from before it, as RLlib's do.
+        weights from before it, as RLlib's do. An evaluation episode that runs
+        ``evaluation_sample_timeout_s`` seconds without ending raises ``EnvError``.
 
         Without an env (or beside it): ``off_policy_estimation_methods``, ``{name: {"type":
         estimator, **its arguments}}`` (see ``OffPolicyEvaluation``), estimate the policy's

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from offline_rl.evaluation.env_limits import EpisodeLimits, warn_cut
 from offline_rl.evaluation.rollout import EnvSpec, make_env, rollout
 from offline_rl.statistics import episode_statistics
 
@@ -16,7 +17,9 @@ class EnvEvaluator:
 
     Episode ``i`` of every evaluation is reset with ``seed + i`` when a seed is given, so
     evaluations are repeatable and comparable across training iterations. The envs are made
-    once and kept until ``close()``.
+    once and kept until ``close()``. ``limits`` (``EpisodeLimits``) cuts and times the
+    episodes; ``evaluate()`` warns of the episodes it cut, ``play`` leaves them counted in
+    ``limits``.
 
     Examples:
         >>> evaluator = EnvEvaluator("CartPole-v1", num_envs=2, seed=0)
@@ -27,8 +30,10 @@ class EnvEvaluator:
     """
 
     def __init__(self, env: EnvSpec, env_config: dict[str, Any] | None = None,
-                 num_envs: int = 8, seed: int | None = None):
+                 num_envs: int = 8, seed: int | None = None,
+                 limits: EpisodeLimits | None = None):
         self.envs = [make_env(env, env_config) for _ in range(num_envs)]
+        self.limits = EpisodeLimits(player="evaluate()") if limits is None else limits
         self.observation_space = self.envs[0].observation_space
         self.action_space = self.envs[0].action_space
         self.seed = seed
@@ -37,7 +42,9 @@ class EnvEvaluator:
                  num_episodes: int) -> dict[str, int | float | None]:
         """Runs ``num_episodes`` complete episodes with ``compute_actions(obs_batch) ->
         actions``; returns their ``offline_rl.statistics.episode_statistics``."""
-        return episode_statistics(*self.play(compute_actions, num_episodes))
+        statistics = episode_statistics(*self.play(compute_actions, num_episodes))
+        warn_cut(self.limits.take_cut()[1])
+        return statistics
 
     def play(self, compute_actions: Callable[[np.ndarray], np.ndarray], num_episodes: int,
              first_episode: int = 0) -> tuple[list[float], list[int]]:
@@ -49,7 +56,7 @@ class EnvEvaluator:
 
         seed = None if self.seed is None else self.seed + first_episode
         returns, lengths = [], []
-        for episode in rollout(self.envs, policy, num_episodes, seed=seed):
+        for episode in rollout(self.envs, policy, num_episodes, seed=seed, limits=self.limits):
             returns.append(episode.get_return())
             lengths.append(len(episode))
         return returns, lengths

@@ -4,6 +4,7 @@ and, when asked, with training (RLlib's ``evaluation_num_env_runners`` and
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 
 from offline_rl.data.actors import kill_actors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
+from offline_rl.evaluation.env_limits import EpisodeLimits, warn_cut
 from offline_rl.evaluation.rollout import EnvSpec
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.placement import check_fits
@@ -43,14 +45,17 @@ class EvaluationRunners:
 
     def __init__(self, env: EnvSpec, env_config: dict[str, Any], module_spec: RLModuleSpec, *,
                  num_runners: int, num_cpus: float, seed: int | None = None,
-                 max_envs: int = MAX_ENVS_PER_RUNNER):
+                 max_envs: int = MAX_ENVS_PER_RUNNER, limits: EpisodeLimits | None = None):
         check_fits(f"{num_runners} evaluation env runner(s) x {num_cpus:g} CPU",
                    {"CPU": num_runners * num_cpus},
                    "lower evaluation_num_env_runners or num_cpus_per_env_runner (0 shares the "
                    "CPUs), or add CPUs")
         runner = ray.remote(num_cpus=num_cpus, max_restarts=0)(_EvaluationRunner)
-        self.runners = [runner.remote(env, env_config, module_spec, seed, max_envs)
-                        for _ in range(num_runners)]
+        limits = EpisodeLimits() if limits is None else limits
+        self.runners = [runner.remote(env, env_config, module_spec, seed, max_envs,
+                                      dataclasses.replace(
+                                          limits, player=f"evaluation env runner {index}"))
+                        for index in range(num_runners)]
 
     def start(self, weights: dict[str, Any], num_episodes: int) -> list[ray.ObjectRef]:
         """Starts ``num_episodes`` greedy episodes of the module with ``weights``."""
@@ -61,11 +66,13 @@ class EvaluationRunners:
                 for runner, share in zip(self.runners, shares) if len(share)]
 
     def result(self, pending: list[ray.ObjectRef]) -> dict[str, int | float | None]:
-        """The statistics (``offline_rl.statistics.episode_statistics``) of started episodes."""
+        """The statistics (``offline_rl.statistics.episode_statistics``) of started episodes
+        (a warning for the episodes a runner cut)."""
         returns, lengths = [], []
-        for runner_returns, runner_lengths in ray.get(pending):
+        for runner_returns, runner_lengths, cut_notice in ray.get(pending):
             returns += runner_returns
             lengths += runner_lengths
+            warn_cut(cut_notice)
         return episode_statistics(returns, lengths)
 
     def stop(self) -> None:
@@ -76,14 +83,16 @@ class EvaluationRunners:
 
 class _EvaluationRunner:
     def __init__(self, env: EnvSpec, env_config: dict[str, Any], module_spec: RLModuleSpec,
-                 seed: int | None, max_envs: int):
+                 seed: int | None, max_envs: int, limits: EpisodeLimits):
         torch.set_num_threads(1)
         self.module = module_spec.build()
-        self.evaluator = EnvEvaluator(env, env_config, num_envs=max_envs, seed=seed)
+        self.evaluator = EnvEvaluator(env, env_config, num_envs=max_envs, seed=seed,
+                                      limits=limits)
 
     def play(self, weights: dict[str, torch.Tensor], num_episodes: int,
-             first_episode: int) -> tuple[list[float], list[int]]:
+             first_episode: int) -> tuple[list[float], list[int], str | None]:
         self.module.load_state_dict(weights)
         with torch.no_grad():
-            return self.evaluator.play(self.module.compute_actions, num_episodes,
-                                       first_episode)
+            returns, lengths = self.evaluator.play(self.module.compute_actions, num_episodes,
+                                                   first_episode)
+        return returns, lengths, self.evaluator.limits.take_cut()[1]

@@ -26,6 +26,7 @@ import numpy as np
 
 from offline_rl.episodes.multi_agent_episode import AgentID, MultiAgentEpisode
 from offline_rl.errors import ConfigError
+from offline_rl.evaluation.env_limits import EpisodeLimits, env_reset, env_step
 from offline_rl.evaluation.multi_agent_interface import MultiAgentEnv
 from offline_rl.evaluation.rollout import BatchPolicy, env_action
 from offline_rl.names import ModuleID
@@ -87,9 +88,12 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
     them.
 
     Raises ``ConfigError`` naming the agent and the module when a module an agent maps to has
-    no policy, or when a dict ``agent_to_module`` lacks an agent.
+    no policy, or when a dict ``agent_to_module`` lacks an agent; ``EnvError`` naming the env,
+    the episode and the step when the env raises (``evaluation.env_limits``).
     """
     mapping_fn = _mapping_fn(agent_to_module)
+    limits = EpisodeLimits(player="a multi-agent env runner")
+    numbers: dict[int, int] = {}
     running: dict[int, MultiAgentEpisode] = {}
     last_observations: dict[int, dict[AgentID, Any]] = {}
     started = 0
@@ -99,12 +103,14 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
         env = envs[slot]
         if on_episode_start is not None:
             on_episode_start(started)
-        observations, infos = env.reset(seed=None if seed is None else seed + started)
+        observations, infos = env_reset(env, None if seed is None else seed + started, limits,
+                                        episode=started)
         episode = MultiAgentEpisode(observation_space=env.observation_spaces,
                                     action_space=env.action_spaces,
                                     agent_to_module_mapping_fn=mapping_fn)
         episode.add_env_reset(observations, infos)
         running[slot], last_observations[slot] = episode, observations
+        numbers[slot] = started
         started += 1
 
     for slot in range(min(len(envs), num_episodes)):
@@ -113,9 +119,10 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
         actions, extras = _act(envs, running, last_observations, policies)
         for slot in list(running):
             episode, env = running[slot], envs[slot]
-            observations, rewards, terminateds, truncateds, infos = env.step(
-                {agent_id: env_action(action, env.get_action_space(agent_id))
-                 for agent_id, action in actions[slot].items()})
+            observations, rewards, terminateds, truncateds, infos = env_step(
+                env, {agent_id: env_action(action, env.get_action_space(agent_id))
+                      for agent_id, action in actions[slot].items()}, limits,
+                episode=numbers[slot], steps=len(episode))
             for agent_id in observations:
                 episode.observation_space.setdefault(agent_id,
                                                      env.get_observation_space(agent_id))

@@ -11,6 +11,7 @@ Examples:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.evaluation.env_limits import EpisodeLimits, env_reset, env_step
 
 EnvSpec = str | Callable[[dict], gym.Env]
 #: ``obs_batch -> (actions, extra model outputs)``, one row of each per observation.
@@ -58,27 +60,34 @@ def env_action(action: Any, space: gym.Space) -> Any:
 
 
 def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
-            seed: int | None = None, on_episode_start: Callable[[int], None] | None = None
-            ) -> Iterator[SingleAgentEpisode]:
+            seed: int | None = None, on_episode_start: Callable[[int], None] | None = None,
+            limits: EpisodeLimits | None = None) -> Iterator[SingleAgentEpisode]:
     """Yields ``num_episodes`` complete episodes as they finish, stepping ``envs`` side by side.
 
     Episode ``i`` is reset with ``seed + i``; ``on_episode_start(i)`` runs first (e.g. to pick a
     sub-policy per episode). Each env gets ``env_action`` of the policy's action; the episode
     keeps the policy's own action (as sampled, unclipped), as RLlib records it. Infos are kept;
     done flags are numpy bools, as RLlib's vectorized env runners store them. The envs stay
-    open: the caller owns them.
+    open: the caller owns them. ``limits`` (``EpisodeLimits``; by default the env spec's
+    ``max_episode_steps`` and no timeout) cuts episodes at their cap and counts them, raises
+    ``EnvError`` for an episode past its timeout and for an error the env raises.
     """
+    limits = EpisodeLimits() if limits is None else limits
     running: dict[int, SingleAgentEpisode] = {}
+    numbers: dict[int, int] = {}
+    begun: dict[int, float] = {}
     started = 0
 
     def start(slot: int) -> None:
         nonlocal started
         if on_episode_start is not None:
             on_episode_start(started)
-        obs, info = envs[slot].reset(seed=None if seed is None else seed + started)
+        obs, info = env_reset(envs[slot], None if seed is None else seed + started, limits,
+                              episode=started)
         running[slot] = SingleAgentEpisode(
             observations=[obs], infos=[info], observation_space=envs[slot].observation_space,
             action_space=envs[slot].action_space, len_lookback_buffer=0)
+        numbers[slot], begun[slot] = started, time.monotonic()
         started += 1
 
     for slot in range(min(len(envs), num_episodes)):
@@ -88,8 +97,11 @@ def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
         actions, extras = policy(np.stack([running[s].get_observations(-1) for s in slots]))
         for row, slot in enumerate(slots):
             episode, env = running[slot], envs[slot]
-            obs, reward, terminated, truncated, info = env.step(
-                env_action(actions[row], env.action_space))
+            obs, reward, terminated, truncated, info = env_step(
+                env, env_action(actions[row], env.action_space), limits,
+                episode=numbers[slot], steps=len(episode))
+            truncated = truncated or limits.cuts(env, len(episode) + 1,
+                                                 bool(terminated or truncated))
             episode.add_env_step(obs, actions[row], float(reward),
                                  terminated=np.bool_(terminated), truncated=np.bool_(truncated),
                                  infos=info,
@@ -99,3 +111,5 @@ def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
                 yield episode.to_numpy()
                 if started < num_episodes:
                     start(slot)
+            else:
+                limits.check_time(env, begun[slot], len(episode), numbers[slot])

@@ -231,7 +231,7 @@ def obs_bounds_error(columns: Mapping[str, np.ndarray], mask: np.ndarray, space:
         "config.offline_data(input_obs_bounds='drop')")
 
 
-def _same_kind(stored: gym.Space, expected: gym.Space) -> bool:
+def same_kind(stored: gym.Space, expected: gym.Space) -> bool:
     """Whether a recording's space is the configured one as far as training cares: the same
     type and shape, and for ``Discrete`` the same actions (``n`` and ``start``); ``Box`` bounds
     may differ (checked on the values instead)."""
@@ -259,7 +259,7 @@ def check_recorded_spaces(recorded: tuple[gym.Space | None, gym.Space | None],
         a.parquet: episode 3 was recorded with the action space Discrete(7), but the con
     """
     for kind, stored, expected in zip(("observation", "action"), recorded, configured):
-        if stored is not None and expected is not None and not _same_kind(stored, expected):
+        if stored is not None and expected is not None and not same_kind(stored, expected):
             raise DataFormatError(
                 f"{where} was recorded with the {kind} space {stored}, but the config's is "
                 f"{expected}; was it recorded in another env? Set "

@@ -8,9 +8,12 @@ numpy data that crosses process boundaries cheaply) and their figures. Runners s
 module's exploration distribution (``recording.policies``: stochastic policies sample their
 action distribution; DQN and DiscreteCQL act with their ``exploration_config``,
 ``EpsilonGreedy`` or ``SoftQ``). A runner plays whole episodes until it has its steps; the
-episodes still running then are dropped and not counted. With ``record``, each runner writes
-its episodes with the recording writer (``offline_data(output=...)``), as a run of its own
-(its own run id in the file names, so nothing is overwritten).
+episodes still running then are dropped and not counted. Episodes are cut at
+``max_episode_steps`` (``env_runners``; else the env spec's), so a round plays at most its
+share plus a cut episode per env; one that runs ``sample_timeout_s`` without ending raises
+``EnvError``, as does an error the env raises (``evaluation.env_limits``). With ``record``,
+each runner writes its episodes with the recording writer (``offline_data(output=...)``), as a
+run of its own (its own run id in the file names, so nothing is overwritten).
 
 Examples:
     >>> import gymnasium as gym, numpy as np
@@ -28,6 +31,8 @@ Examples:
     (True, True)
     >>> len(figures["env_steps_per_s_per_runner"]), figures["weights_version"]
     (2, 0)
+    >>> figures["num_episodes_cut"]  # CartPole's TimeLimit ends them itself, at 500 steps
+    0
     >>> sampler.stop()
     []
 """
@@ -43,6 +48,7 @@ import torch
 
 from offline_rl.data.actors import kill_actors
 from offline_rl.data.resources import PIPELINE_CPUS
+from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.output_folder import new_run_id
@@ -93,8 +99,11 @@ class OnlineSampler:
         """Waits for the round ``start`` began: its episodes (``get_state()`` dicts) and
         figures under RLlib's names (``num_env_steps_sampled``, ``num_episodes``,
         ``episode_return_mean``..., the lifetime counts), plus each runner's env steps per
-        second and the weights' ``version`` the round played."""
+        second, the weights' ``version`` the round played, and the episodes cut at
+        ``max_episode_steps`` (``num_episodes_cut``; a warning says so)."""
         rounds, self._pending = ray.get(self._pending), []
+        for *_, cut_notice in rounds:
+            warn_cut(cut_notice)
         episodes = [state for states, *_ in rounds for state in states]
         returns = [value for _, runner_returns, *_ in rounds for value in runner_returns]
         lengths = [len(state["actions"]["data"]) for state in episodes]
@@ -108,8 +117,9 @@ class OnlineSampler:
             "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
             "num_episodes_lifetime": self.num_episodes_lifetime,
             "env_steps_per_s_per_runner": [runner_steps / max(seconds, 1e-9)
-                                           for _, _, runner_steps, seconds, _ in rounds],
-            "weights_version": min(version for *_, version in rounds),
+                                           for _, _, runner_steps, seconds, *_ in rounds],
+            "weights_version": min(version for *_, version, _, _ in rounds),
+            "num_episodes_cut": sum(cut for *_, cut, _ in rounds),
         }
 
     def state(self) -> dict[str, int]:
@@ -147,15 +157,18 @@ class _SamplerRunner:
         self.next_seed = None if seed is None else seed + RUNNER_SEED_STRIDE * (index + 1)
         self.writer = None if run_id is None else runner_writer(config, index, run_id, False)
         self.files: list[str] = []
+        self.limits = sampling_limits(config.env_runners, f"the sampler's env runner {index}")
 
     def play(self, weights: dict[str, torch.Tensor], version: int, num_env_steps: int
-             ) -> tuple[list[dict[str, Any]], list[float], int, float, int]:
+             ) -> tuple[list[dict[str, Any]], list[float], int, float, int, int, str | None]:
         """Complete episodes of at least ``num_env_steps`` steps in all: their states, returns,
-        the steps, the seconds it took, and ``version``."""
+        the steps, the seconds it took, ``version``, and the episodes cut (the count and the
+        notice)."""
         started = time.perf_counter()
         self.module.load_state_dict(weights)
         states, returns, steps = [], [], 0
-        for episode in rollout(self.envs, self.policy, num_env_steps, seed=self.next_seed):
+        for episode in rollout(self.envs, self.policy, num_env_steps, seed=self.next_seed,
+                               limits=self.limits):
             if self.writer is not None:
                 self.files += write_episode(self.writer, episode)
             states.append(episode.get_state())
@@ -165,7 +178,8 @@ class _SamplerRunner:
                 self.next_seed += 1
             if steps >= num_env_steps:
                 break
-        return states, returns, steps, time.perf_counter() - started, version
+        return (states, returns, steps, time.perf_counter() - started, version,
+                *self.limits.take_cut())
 
     def stop(self) -> list[str]:
         if self.writer is not None:

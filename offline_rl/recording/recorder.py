@@ -15,6 +15,7 @@ from offline_rl.data.io_context import IOContext
 from offline_rl.data.resources import env_runner_cpus
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
+from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
@@ -110,7 +111,8 @@ class Recorder:
             while pending:
                 (done,), _ = ray.wait(list(pending), num_returns=1)
                 runner, remaining = pending.pop(done)
-                episode_returns, episode_lengths = ray.get(done)
+                episode_returns, episode_lengths, cut_notice = ray.get(done)
+                warn_cut(cut_notice)
                 returns += episode_returns
                 lengths += episode_lengths
                 bar.update(len(episode_returns))
@@ -187,24 +189,25 @@ class _EnvRunner:
         self.writer = runner_writer(config, index, run_id, overwrite)
         self.files: list[str] = []
         self.episodes_started = 0
+        self.limits = sampling_limits(config.env_runners, f"recording env runner {index}")
 
     def set_policy(self, policy: Any) -> None:
         self.policy = as_batch_policy(policy)
         self.on_episode_start: Callable[[int], None] | None = getattr(
             policy, "start_episode", None)
 
-    def record(self, num_episodes: int) -> tuple[list[float], list[int]]:
+    def record(self, num_episodes: int) -> tuple[list[float], list[int], str | None]:
         seed = self.config.debugging.seed
         first = (None if seed is None
                  else seed + RUNNER_SEED_STRIDE * self.index + self.episodes_started)
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
-                               on_episode_start=self.on_episode_start):
+                               on_episode_start=self.on_episode_start, limits=self.limits):
             self.files += write_episode(self.writer, episode)
             returns.append(episode.get_return())
             lengths.append(len(episode))
         self.episodes_started += num_episodes
-        return returns, lengths
+        return returns, lengths, self.limits.take_cut()[1]
 
     def stop(self) -> list[str]:
         self.files += close_writer(self.writer)

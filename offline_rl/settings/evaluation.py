@@ -9,6 +9,7 @@ from typing import Any
 from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import (
     A_BOOL,
+    A_NUMBER_ABOVE_0,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     Rule,
@@ -39,6 +40,10 @@ class EvaluationConfig(Section):
     evaluation_num_env_runners: int = option(0, AN_INT_AT_LEAST_0)
     #: The actors play while the iteration trains, with the weights from before it.
     evaluation_parallel_to_training: bool = option(False, A_BOOL)
+    #: Seconds an evaluation episode may run without ending before ``evaluate()`` raises
+    #: ``EnvError`` (RLlib's option, for a complete episode); ``None``: no limit.
+    evaluation_sample_timeout_s: float | None = option(120.0, optional(A_NUMBER_ABOVE_0,
+                                                                       "None (no limit)"))
     #: ``{name: {"type": estimator, **its arguments}}``, estimated on ``evaluation_config``'s
     #: data.
     off_policy_estimation_methods: dict[str, dict[str, Any]] = option({})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offline_rl.settings.options import (
+    A_NUMBER_ABOVE_0,
     A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
@@ -14,6 +15,7 @@ from offline_rl.settings.options import (
     Section,
     one_of,
     option,
+    optional,
 )
 
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -70,3 +72,15 @@ class EnvRunnersConfig(Section):
     batch_mode: str = option("complete_episodes", Rule(
         "'complete_episodes' (offline data holds whole episodes)",
         lambda value: value == "complete_episodes"))
+    #: Env steps at which an episode is cut, ending truncated (as gymnasium's ``TimeLimit``
+    #: ends it), wherever offline-rl plays the env (sampler, evaluation, recording); ``None``:
+    #: the env spec's ``max_episode_steps``, where it has one. Cut episodes are counted and
+    #: a warning says so.
+    max_episode_steps: int | None = option(None, optional(AN_INT_AT_LEAST_1,
+                                                          "None (the env spec's)"))
+    #: Seconds an episode of the sampler's or a recorder's env runners may run without
+    #: ending before they raise ``EnvError`` (RLlib's option, which bounds a runner's
+    #: ``sample()`` call; an env whose episodes never end would make it wait forever);
+    #: ``None``: no limit.
+    sample_timeout_s: float | None = option(60.0, optional(A_NUMBER_ABOVE_0,
+                                                           "None (no limit)"))
