@@ -18,7 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offline_rl import MultiAgentEpisode, OfflineData, OfflinePreLearner, SingleAgentEpisode
+from offline_rl import (
+    BCConfig,
+    MultiAgentEpisode,
+    OfflineData,
+    OfflinePreLearner,
+    SingleAgentEpisode,
+)
 from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
 from offline_rl.data.offline_data import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError
@@ -213,6 +219,35 @@ def test_episode_ids_that_are_not_text_are_named(ray_session, tmp_path, bc_confi
     message = first_batch_error(bc_config, tmp_path, table.set_column(0, "eps_id", ids))
     assert "part.parquet: column 'eps_id' holds b'\\xfe\\xff' in row 5, bytes that are not " \
         "UTF-8 text" in message
+
+
+def test_a_null_inside_a_rows_array_names_the_row(ray_session, tmp_path, bc_config):
+    observations = (np.arange(32, dtype=np.float32).reshape(8, 4) / 1e4).tolist()
+    observations[5][2] = None
+    table = rows()
+    table = table.set_column(table.schema.get_field_index("obs"), "obs",
+                             pa.array(observations, pa.list_(pa.float32(), 4)))
+    message = first_batch_error(bc_config, tmp_path, table)
+    assert "column 'obs' has a missing (null) value inside the array of " in message
+    assert message.endswith("part.parquet, row 5 (eps_id='a', t=5); fill it or drop the row")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (np.nan, r"column 'actions' holds NaN or inf in \S+part\.parquet, row 4 \(eps_id='a', t=4\)"),
+    (1e300, r"action value 1e\+300 in row 4 is too large for the action space's dtype float32"),
+])
+def test_box_actions_that_are_not_finite_floats_are_named_before_training(ray_session, tmp_path,
+                                                                         value, expected):
+    spaces = (SPACES[0], gym.spaces.Box(-2, 2, (1,), np.float32))
+    actions = [[0.5]] * 8
+    actions[4] = [value]
+    table = rows()
+    table = table.set_column(table.schema.get_field_index("actions"), "actions",
+                             pa.array(actions, pa.list_(pa.float64(), 1)))
+    config = BCConfig().environment(observation_space=spaces[0], action_space=spaces[1])
+    pq.write_table(table, tmp_path / "part.parquet")
+    with pytest.raises(DataFormatError, match=expected):
+        OfflineData(config.offline_data(input_=str(tmp_path)), spaces)
 
 
 def test_observations_too_large_for_float32_are_named(tmp_path, bc_config):

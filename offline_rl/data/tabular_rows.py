@@ -16,6 +16,7 @@ from offline_rl.data.data_ledger import LedgerClient
 from offline_rl.data.input_locator import RowLocator
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.tabular import (
+    MissingValue,
     check_text_ids,
     conform_row_shapes,
     episode_ends,
@@ -83,9 +84,13 @@ class RowReader:
             and looks_compressed(table.column(self.schema[field]))}
         try:
             rows = table_to_numpy(table, [name for name in names if name not in compressed])
-        except DataFormatError as error:
+        except MissingValue as missing:
             raise self.locator.null_error(table, names) or DataFormatError(
-                f"{self.source}: {error}") from None
+                f"{self.source}: column {missing.column!r} has a missing (null) value inside the "
+                f"array of {self.locator.place(table)(missing.row)}; fill it or drop the row"
+            ) from None
+        except DataFormatError as error:
+            raise DataFormatError(f"{self.source}: {error}") from None
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         rows = conform_row_shapes(rows, self.schema, self.spaces, self.source)

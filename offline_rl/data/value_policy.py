@@ -31,7 +31,7 @@ from offline_rl.formats.shapes import conform_columns
 
 class ValuePolicy:
     """The checks of ``offline_rl.formats.checks`` on the values a PreLearner reads, with the
-    config's policies: NaN or inf in observations or rewards (``input_nonfinite``),
+    config's policies: NaN or inf in observations, actions or rewards (``input_nonfinite``),
     observations outside a ``Box`` observation space (``input_obs_bounds``), ``Box`` actions
     outside the action space (``input_action_bounds``). Each finding raises or is dropped
     (rows of transitions, whole episodes) and counted into ``ledger``, as the policy says;
@@ -81,8 +81,8 @@ class ValuePolicy:
         values = {name: np.asarray(columns[name])
                   for name in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS)}
         check_column_types(values, where)
-        columns[Columns.ACTIONS] = self._bound_actions(values.pop(Columns.ACTIONS), where, place)
         bad = self._nonfinite(values, where, place)
+        columns[Columns.ACTIONS] = self._bound_actions(values.pop(Columns.ACTIONS), where, place)
         outside = self._outside({name: values[name] for name in (Columns.OBS, Columns.NEXT_OBS)},
                                 where, place, exempt=bad)
         if not (bad.any() or outside.any()):
@@ -113,7 +113,8 @@ class ValuePolicy:
         observations, else its rewards, hold NaN or inf) or ``"out_of_bounds_episodes"``;
         ``None`` to keep it. Raises instead where a policy is ``"raise"``."""
         observations = {Columns.OBS: episode.observations.data}
-        for values in (observations, {Columns.REWARDS: episode.rewards.data}):
+        for values in (observations, {Columns.ACTIONS: episode.actions.data},
+                       {Columns.REWARDS: episode.rewards.data}):
             if self._nonfinite(values, where).any():
                 return "nonfinite_episodes"
         if self._outside(observations, where).any():

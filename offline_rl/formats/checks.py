@@ -5,7 +5,7 @@ Every check works on whole columns (numpy arrays, one row per timestep) and rais
 ``DataFormatError`` naming where the bad value is (``where``: a file, column or episode) and how to
 fix it. Two findings follow a configured policy instead of always raising:
 
-* NaN/inf in observations or rewards: ``offline_data(input_nonfinite="raise" | "drop")``;
+* NaN/inf in observations, actions or rewards: ``offline_data(input_nonfinite="raise" | "drop")``;
   ``nonfinite_rows`` returns the mask, so callers can drop and count such rows.
 * Observations outside a ``Box`` observation space's bounds (a scaled or foreign recording):
   ``offline_data(input_obs_bounds="raise" | "drop")``, with ``observations_outside``.
@@ -128,6 +128,15 @@ def check_actions(actions: np.ndarray, space: gym.Space | None, where: str) -> n
             raise DataFormatError(f"{where}: actions have dtype {actions.dtype}, but the action "
                                   f"space {space} expects numbers")
         flat = actions.reshape(len(actions), -1)
+        if flat.dtype.kind == "f" and space.dtype.kind == "f":
+            with np.errstate(over="ignore", invalid="ignore"):
+                overflow = np.isfinite(flat) & ~np.isfinite(flat.astype(space.dtype))
+            if overflow.any():
+                row = int(np.flatnonzero(overflow.any(axis=1))[0])
+                raise DataFormatError(
+                    f"{where}: action value {flat[row][overflow[row]][0]:g} in row {row} is too "
+                    f"large for the action space's dtype {space.dtype}; check the data (is it "
+                    "scaled?) or config.environment(action_space=...)")
         outside = ((flat < space.low.reshape(-1)) | (flat > space.high.reshape(-1))).any(axis=1)
     return outside
 

@@ -109,18 +109,35 @@ def train_column_names(column_names: Iterable[str], schema: Mapping[str, str]) -
     return [name for name in names if name not in bookkeeping]
 
 
+class MissingValue(DataFormatError):
+    """A column holds a null: as a row's value, or inside a row's array (``inside``)."""
+
+    def __init__(self, name: str, row: int, inside: bool = False) -> None:
+        super().__init__(f"column {name!r} has a missing (null) value "
+                         f"{'inside the array of' if inside else 'in'} row {row}")
+        self.column, self.row, self.inside = name, row, inside
+
+
 def column_to_numpy(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray:
     """One Arrow column as a numpy array: tensor extension types, fixed-size lists and lists of
-    equal length become ``(rows, *shape)`` arrays; nulls and ragged rows are errors."""
+    equal length become ``(rows, *shape)`` arrays; ragged rows are errors, and nulls are a
+    ``MissingValue`` naming the row they are in.
+
+    Examples:
+        >>> column_to_numpy(pa.array([[1.0, 2.0], [3.0, None]], pa.list_(pa.float32(), 2)), "obs")
+        Traceback (most recent call last):
+        ...
+        offline_rl.formats.tabular.MissingValue: column 'obs' has a missing (null) value inside ...
+    """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if column.null_count:
         row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
-        raise DataFormatError(f"column {name!r} has a missing (null) value in row {row}")
+        raise MissingValue(name, row)
     if isinstance(column.type, pa.ExtensionType):
         return column.to_numpy()
     if pa.types.is_fixed_size_list(column.type):
-        values = column_to_numpy(column.flatten(), name)
+        values = _values_to_numpy(column, name)
         return values.reshape(len(column), column.type.list_size, *values.shape[1:])
     if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         lengths = column.value_lengths().to_numpy(zero_copy_only=False)
@@ -130,10 +147,23 @@ def column_to_numpy(column: pa.Array | pa.ChunkedArray, name: str) -> np.ndarray
                 f"column {name!r} is ragged: row 0 has {lengths[0]} values but row {row} has "
                 f"{lengths[row]}; every row must hold an array of the same shape"
             )
-        values = column_to_numpy(column.flatten(), name)
+        values = _values_to_numpy(column, name)
         width = int(lengths[0]) if len(lengths) else 0
         return values.reshape(len(column), width, *values.shape[1:])
     return column.to_numpy(zero_copy_only=False)
+
+
+def _values_to_numpy(column: pa.Array, name: str) -> np.ndarray:
+    """A list column's values as one array; a null among them names the row it is in."""
+    try:
+        return column_to_numpy(column.flatten(), name)
+    except MissingValue as missing:
+        if pa.types.is_fixed_size_list(column.type):
+            row = missing.row // column.type.list_size
+        else:
+            offsets = column.offsets.to_numpy()
+            row = int(np.searchsorted(offsets - offsets[0], missing.row, side="right")) - 1
+        raise MissingValue(name, row, inside=True) from None
 
 
 def check_text_ids(table: pa.Table, schema: Mapping[str, str], where: str) -> None:

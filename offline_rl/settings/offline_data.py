@@ -105,7 +105,8 @@ class OfflineDataConfig(Section):
     #: Columns stored compressed (RLlib's ``compress_columns``).
     input_compress_columns: list[str] = option([], Rule(
         "a list of column names", lambda value: isinstance(value, list | tuple)))
-    #: NaN/inf in observations or rewards: ``"raise"`` or ``"drop"`` the row/episode (counted).
+    #: NaN/inf in observations, actions or rewards: ``"raise"`` or ``"drop"`` the row or
+    #: episode (counted).
     input_nonfinite: str = option("raise", one_of(*NONFINITE_POLICIES))
     #: Observations outside a ``Box`` observation space: the same choice.
     input_obs_bounds: str = option("raise", one_of(*OBS_BOUNDS_POLICIES))
