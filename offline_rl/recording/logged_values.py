@@ -17,8 +17,8 @@ Examples:
     ...     layout.check({"obs": ARRAY}, {"obs": [0.0, 1.0, 2.0]}, "row 1")
     ... except DataFormatError as error:
     ...     print(error)
-    row 1: obs [0.0, 1.0, 2.0] has shape (3,), but the values before it have shape (2,); the \
-refused, nothing of it was kept
+    row 1: obs [0.0, 1.0, 2.0] has shape (3,), but the values logged before it have shape \
+(2,); refused, nothing of it was kept
 """
 
 from __future__ import annotations
