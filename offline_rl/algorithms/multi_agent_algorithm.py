@@ -113,7 +113,7 @@ class MultiAgentAlgorithm:
         if policy_batches:
             found = input_policy_ids(DataConfig(sections.offline_data))
             idle = [module for module in multi_agent.trained_modules if module not in found]
-            if idle:
+            if idle and found:  # no policy ids: the PreLearners name the lines
                 raise ConfigError(
                     f"the modules {idle} are to be trained, but no MultiAgentBatch line of the "
                     f"input holds their policy id: the lines' policy ids are {found}, the "

@@ -100,7 +100,8 @@ class ValueLayout:
             return array.shape, kind
         if array.shape != expected[0]:
             by = (f"the {type(space).__name__} space {space} needs {expected[0]}"
-                  if key in self.spaces else f"the values logged before it have shape {expected[0]}")
+                  if key in self.spaces
+                  else f"the values logged before it have shape {expected[0]}")
             raise _refused(where, name, value, f"has shape {array.shape}, but {by}")
         if kind != expected[1]:
             raise _refused(where, name, value, f"holds {kind}, but the values logged before it "
