@@ -100,6 +100,17 @@ class EnvError(OfflineRLError, RuntimeError):
     names the env, who played it, the episode and the step, and what to change."""
 
 
+class InputReaderError(OfflineRLError, RuntimeError):
+    """A custom input reader failed: its creator or ``next()`` raised (that exception is the
+    ``__cause__``, kept across Ray when it pickles), or did not return within
+    ``input_reader_timeout_s``; the message names the reader, its ``worker_index`` and the
+    call."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (by Ray, to the caller) with its ``__cause__``, the reader's exception."""
+        return type(self), self.args, {**self.__dict__, "__cause__": self.__cause__}
+
+
 class UnknownModuleError(ConfigError, KeyError):
     """A module id names none of the modules there are; the message names those.
 
@@ -127,7 +138,8 @@ def _is_ray_wrapper(error: BaseException) -> bool:
 
 def surface_errors(function: Function) -> Function:
     """Decorates a public entry point: an ``OfflineRLError`` wrapped by Ray is raised as itself
-    (a copy, with the Ray error as ``__cause__``); every other error passes unchanged.
+    (a copy, with the Ray error as ``__cause__``, or as ``__context__`` where the copy kept a
+    cause of its own: ``InputReaderError``'s); every other error passes unchanged.
 
     The Ray errors' local tracebacks are dropped (the remote one stays in their message): their
     frames hold the failed Ray Data execution, whose actors would live, holding their CPUs, for
@@ -145,7 +157,9 @@ def surface_errors(function: Function) -> Function:
             surfaced.args = (ours.message, *ours.args[1:])
             for wrapped in error_chain(error):
                 wrapped.__traceback__ = None
-            raise surfaced.with_traceback(None) from error
+            # an error that kept its own cause across Ray (the user's) keeps it; Ray's error
+            # stays its __context__
+            raise surfaced.with_traceback(None) from (surfaced.__cause__ or error)
 
     return wrapper  # type: ignore[return-value]
 

@@ -4,6 +4,7 @@ workers by their module path): the seed's example, a scripted CartPole policy's 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import gymnasium as gym
@@ -64,6 +65,23 @@ class WideObservations(CustomInputReader):
         batch = super().next()
         batch["obs"] = batch["new_obs"] = np.zeros((batch.count, 3), np.float32)
         return batch
+
+
+class BreaksMidway(CustomInputReader):
+    """Returns episodes until ``next()`` call ``input_config["break_at"]``, which raises
+    ``RuntimeError`` or, with ``input_config["hang"]``, blocks for ever."""
+
+    def __init__(self, ioctx: IOContext):
+        super().__init__(ioctx)
+        self.break_at = ioctx.input_config["break_at"]
+        self.hang = ioctx.input_config.get("hang", False)
+
+    def next(self) -> SampleBatch:
+        if self.count == self.break_at:
+            if self.hang:
+                threading.Event().wait()
+            raise RuntimeError("the session store went away")
+        return super().next()
 
 
 class CountingWriter(OutputWriter):

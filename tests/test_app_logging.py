@@ -371,3 +371,101 @@ def test_mistakes_are_refused_naming_the_fix(tmp_path):
         with pytest.raises(DataFormatError, match="log the same ones every step"):
             logger.log_step(episode, 1, 1.0, [0.0, 0.0], action_prob=1.0,
                             extra_model_outputs={"vf_preds": 0.0})
+
+
+def test_a_value_that_does_not_fit_is_refused_naming_it_and_nothing_is_taken(tmp_path):
+    from offline_rl.recording.sample_batch_builder import SampleBatchBuilder
+
+    with make_logger(tmp_path, "episodes") as logger:
+        episode = logger.start_episode([0.0, 0.0], episode_id="s1")
+        logger.log_step(episode, 1, 1.0, [0.1, 0.0], action_prob=0.9)
+        before = logger.counts()
+        with pytest.raises(DataFormatError, match=r"^episode 's1', step 1: next_obs \[0.1, 0.0, "
+                                                  r"3.0\] has shape \(3,\), but the values "
+                                                  r"logged before it have shape \(2,\)"):
+            logger.log_step(episode, 1, 1.0, [0.1, 0.0, 3.0], action_prob=0.9, terminated=True)
+        with pytest.raises(DataFormatError, match=r"^episode 's1', step 1: reward '1.0' is not "
+                                                  r"a real number"):
+            logger.log_step(episode, 1, "1.0", [0.2, 0.0], action_prob=0.9, terminated=True)
+        with pytest.raises(DataFormatError, match=r"step 1: action \[0, 1\] has shape \(2,\)"):
+            logger.log_step(episode, [0, 1], 1.0, [0.2, 0.0], action_prob=0.9)
+        with pytest.raises(DataFormatError, match=r"step 1: terminated 'yes' is not True or "
+                                                  r"False"):
+            logger.log_step(episode, 1, 1.0, [0.2, 0.0], action_prob=0.9, terminated="yes")
+        with pytest.raises(DataFormatError, match=r"step 1: extra_model_outputs\['vf_preds'\] "
+                                                  r"\[\[0.0\], \[0.0, 1.0\]\] is ragged"):
+            logger.log_step(episode, 1, 1.0, [0.2, 0.0], action_prob=0.9,
+                            extra_model_outputs={"vf_preds": [[0.0], [0.0, 1.0]]})
+        assert logger.counts() == before
+        logger.log_step(episode, 0, 2.0, [0.2, 0.0], action_prob=0.9, terminated=True)
+    assert logger.counts()["episodes_written"] == 1
+    (written,) = read_episodes(tmp_path)
+    assert written.get_rewards().tolist() == [1.0, 2.0] and len(written) == 2
+
+    builder = SampleBatchBuilder()
+    builder.add_values(obs=[0.0, 0.0], actions=1)
+    with pytest.raises(DataFormatError, match=r"^add_values: row 1: obs \[0.0, 0.0, 1.0\] has "
+                                              r"shape \(3,\), but .* \(2,\); refused"):
+        builder.add_values(obs=[0.0, 0.0, 1.0], actions=1)
+    with pytest.raises(DataFormatError, match=r"row 1: actions 'left' holds text, but .* "
+                                              r"numbers"):
+        builder.add_values(obs=[0.0, 1.0], actions="left")
+    builder.add_values(obs=[0.0, 1.0], actions=0)
+    assert builder.build_and_reset()["obs"].shape == (2, 2)
+
+
+FAILING_DISK_APP = """
+import resource, signal, sys
+from offline_rl import ExperienceLogger
+from offline_rl.settings.offline_data import OfflineDataConfig
+
+folder, layout = sys.argv[1:]
+sample_batches = layout == "sample_batches"
+logger = ExperienceLogger(OfflineDataConfig(
+    output=folder, output_write_episodes=not sample_batches,
+    output_write_method="write_json" if sample_batches else "write_parquet",
+    output_max_rows_per_file=6 if sample_batches else 2), sample_batches=sample_batches)
+
+
+def play(episodes):
+    for number in range(episodes):
+        episode = logger.start_episode([0.0])
+        for t in range(1, 4):
+            logger.log_step(episode, 0, 1.0, [float(t)], terminated=t == 3, action_prob=1.0)
+
+
+play(4)  # two files of two episodes
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (64, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    play(3)
+except OSError as error:
+    print(type(error).__name__, error)
+print(logger.counts())
+try:
+    logger.start_episode([0.0])
+except OSError as error:
+    print(type(error).__name__, str(error)[:46])
+logger.close()
+"""
+
+
+@pytest.mark.parametrize("layout", ["episodes", "sample_batches"])
+def test_a_write_that_fails_says_how_many_episodes_are_safe_on_disk(tmp_path, layout):
+    folder = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-c", FAILING_DISK_APP, str(folder), layout],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    error, counts, after = done.stdout.splitlines()
+    assert error.startswith("OutputError ExperienceLogger: writing into ")
+    assert "File too large" in error
+    lost = 2 if layout == "episodes" else 1  # a file of two episodes; the first line
+    assert ("4 episode(s) (12 steps) are safe on disk, in the 2 file(s) written before (listed "
+            f"in the folder's manifest); {lost} episode(s) finished after them were not "
+            "written, nor 0 still open") in error
+    assert counts == str({"episodes_open": 0, "episodes_written": 4, "steps_written": 12,
+                          "empty_episodes": 0})
+    assert after == "OutputError ExperienceLogger stopped logging: writing into"
+    assert len(data_files(folder)) == 2 and len(read_episodes(folder)) == 4
+    assert owned_files_of(folder) == sorted(str(path.relative_to(folder))
+                                            for path in data_files(folder))

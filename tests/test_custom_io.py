@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 import warnings
 
 import gymnasium as gym
@@ -19,10 +20,11 @@ from offline_rl import (
     register_input,
 )
 from offline_rl.data.input_reader import read_input
-from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError, InputReaderError
 from offline_rl.recording.recorder import Recorder
 from offline_rl.recording.sample_batch_builder import SampleBatch
 from tests.custom_io import (
+    BreaksMidway,
     CountingWriter,
     CustomInputReader,
     GarbageReader,
@@ -149,3 +151,38 @@ def test_a_custom_output_writer_receives_every_recorded_episode(ray_session, tmp
     assert sum(written) == stats["num_env_steps"]
     assert {path.name.split("-")[0] for path in tmp_path.glob("*.json")} == {"0", "1"}
     assert NoopOutput().write(SampleBatch()) is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_reader_that_hangs_fails_train_within_the_timeout_naming_the_reader(ray_session):
+    config = (BCConfig().environment("CartPole-v1").training(**TRAINING)
+              .offline_data(input_=BreaksMidway, input_config={"break_at": 1, "hang": True},
+                            input_reader_timeout_s=2, dataset_num_iters_per_learner=1))
+    with config.build() as algo:
+        started = time.monotonic()
+        with pytest.raises(InputReaderError, match=r"input reader BreaksMidway \(worker_index "
+                                                   r"0\), next\(\) call 1 did not return within "
+                                                   r"input_reader_timeout_s=2 s"):
+            algo.train()
+        assert time.monotonic() - started < 60  # hung for ever before
+
+
+@pytest.mark.slow
+def test_a_reader_that_raises_midway_is_named_with_its_error_as_the_cause(ray_session):
+    config = (BCConfig().environment("CartPole-v1").training(**TRAINING)
+              .offline_data(input_=BreaksMidway, input_config={"break_at": 2},
+                            dataset_num_iters_per_learner=1))
+    with config.build() as algo, pytest.raises(
+            InputReaderError, match=r"^input reader BreaksMidway \(worker_index 0\), next\(\) "
+                                    r"call 2 raised RuntimeError: the session store went away "
+                                    r"\(at .*custom_io.py:\d+ in next\)") as caught:
+        algo.train()
+    assert type(caught.value.__cause__) is RuntimeError
+    assert str(caught.value.__cause__) == "the session store went away"
+
+
+def test_the_reader_timeout_is_checked():
+    with pytest.raises(ConfigError, match=r"input_reader_timeout_s.*must be a number > 0, got 0"):
+        BCConfig().environment("CartPole-v1").offline_data(
+            input_=BreaksMidway, input_reader_timeout_s=0).validate()

@@ -634,3 +634,73 @@ def test_a_single_agent_sample_batch_in_multi_agent_input_is_named(ray_session, 
                                               r"\(module 'shared'\)"), \
             mixed_up.build() as algo:
         algo.train()
+
+
+# ------------------------------------------------------- data whose agents cannot be told apart
+CARTPOLE_SPACES = {"observation_space": MultiAgentCartPole().observation_spaces["agent_0"],
+                   "action_space": MultiAgentCartPole().action_spaces["agent_0"]}
+
+
+def without_env(data: Path, **multi_agent) -> BCConfig:
+    return config(data, **multi_agent).environment(env=None, **CARTPOLE_SPACES)
+
+
+def test_a_policy_mapping_fn_that_raises_is_named_with_the_agent(flipped):
+    def by_number(agent_id, episode, **kwargs):
+        return ["left", "right"][int(agent_id[-1]) + 1]
+
+    with pytest.raises(ConfigError, match=r"policy_mapping_fn .*by_number\('agent_1', "
+                                          r"episode=None\) raised IndexError: list index out "
+                                          r"of range") as caught:
+        config(flipped, policies=["left", "right"], policy_mapping_fn=by_number).build()
+    assert type(caught.value.__cause__) is IndexError
+
+
+def test_agent_ids_0_and_the_text_0_are_refused_naming_both(tmp_path):
+    from offline_rl.codec import pack_multi_agent_episode_state
+
+    items = []
+    for number, agent in enumerate([0, "0"]):  # one episode each
+        episode = MultiAgentEpisode(f"m{number}")
+        episode.add_env_reset({agent: np.zeros(4, np.float32)})
+        episode.add_env_step({agent: np.full(4, 0.01, np.float32)}, {agent: 1}, {agent: 1.0},
+                             terminateds={"__all__": True})
+        items.append(pack_multi_agent_episode_state(episode.to_numpy().get_state()))
+    pq.write_table(pa.table({"item": items}), tmp_path / "part.parquet")
+    with pytest.raises(DataFormatError, match=r"part\.parquet \(column 'item'\), episode m1: the "
+                                              r"agent ids 0 \(int\) and '0' \(str\) are two "
+                                              r"agents whose ids read as one"):
+        without_env(tmp_path, policies=["shared"]).offline_data(
+            input_read_episodes=True).build()
+
+
+def test_multi_agent_batch_policies_that_are_not_configured_are_named(tmp_path):
+    batch = {"obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2, "actions": [0, 1],
+             "rewards": [1.0, 1.0], "terminateds": [False, True]}
+    line = {"type": "MultiAgentBatch", "count": 2,
+            "policy_batches": {"pursuer": batch, "evader": batch}}
+    (tmp_path / "ma.json").write_text(json.dumps(line) + "\n")
+    with pytest.raises(ConfigError, match=r"the modules \['left'\] are to be trained, but no "
+                                          r"MultiAgentBatch line .* policy ids are \['evader', "
+                                          r"'pursuer'\], the configured policies \['left'\]"):
+        without_env(tmp_path, policies=["left"]).offline_data(
+            input_read_sample_batches=True, input_read_method="read_json").build()
+
+
+@pytest.mark.slow
+def test_agents_of_one_module_with_other_observation_shapes_are_named(ray_session, tmp_path):
+    def agent_rows(agent: str, width: int) -> pa.Table:
+        return pa.table({"eps_id": [agent] * 4, "agent_id": [agent] * 4, "t": list(range(4)),
+                         "obs": [[0.01] * width] * 4, "new_obs": [[0.01] * width] * 4,
+                         "actions": [0, 1, 0, 1], "rewards": [1.0] * 4,
+                         "terminateds": [False] * 3 + [True]})
+
+    pq.write_table(pa.concat_tables([agent_rows("agent_0", 4), agent_rows("agent_1", 3)]),
+                   tmp_path / "part.parquet")
+    shared = without_env(tmp_path, policies=["shared"]).training(
+        train_batch_size_per_learner=8).offline_data(dataset_num_iters_per_learner=1)
+    with pytest.raises(DataFormatError, match=r"the agents \['agent_0', 'agent_1'\] of one "
+                                              r"module have rows of column 'obs' of different "
+                                              r"shapes: 'agent_0' \(4,\), 'agent_1' \(3,\)"):
+        with shared.build() as algo:
+            algo.train()

@@ -140,6 +140,7 @@ class AlgorithmConfig(FlatAccess):
     def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,
                      input_config: dict[str, Any] = NotProvided,
                      input_reader_max_rows: int = NotProvided,
+                     input_reader_timeout_s: float = NotProvided,
                      input_read_method: str | Callable[..., Any] = NotProvided,
                      input_read_method_kwargs: dict[str, Any] = NotProvided,
                      input_read_schema: dict[str, str] = NotProvided,

@@ -15,7 +15,7 @@ from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, Algorithm
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.data.data_config import DataConfig
-from offline_rl.data.input_agents import input_agents
+from offline_rl.data.input_agents import input_agents, input_policy_ids
 from offline_rl.data.resources import side_by_side_options
 from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
@@ -110,6 +110,16 @@ class MultiAgentAlgorithm:
                               f"is theirs: its agents {data_agents} map to "
                               f"{sorted(set(map(self.mapping.get, data_agents)))}; map agents "
                               "to them, or leave them out of policies_to_train")
+        if policy_batches:
+            found = input_policy_ids(DataConfig(sections.offline_data))
+            idle = [module for module in multi_agent.trained_modules if module not in found]
+            if idle and found:  # no policy ids: the PreLearners name the lines
+                raise ConfigError(
+                    f"the modules {idle} are to be trained, but no MultiAgentBatch line of the "
+                    f"input holds their policy id: the lines' policy ids are {found}, the "
+                    f"configured policies {multi_agent.policies}. The policy ids are the "
+                    "module ids: name the modules after them (config.multi_agent(policies="
+                    f"{found})), or leave the others out of policies_to_train")
         spaces = module_spaces(multi_agent.policies, self.mapping, self.envs[:1],
                                (environment.observation_space, environment.action_space))
         if sections.offline_data.output:
@@ -273,17 +283,31 @@ def agent_mapping(multi_agent: Any, agents: list[Any]) -> dict[Any, str]:
     agent mapped to no module of ``policies``, or one a dict mapping leaves out."""
     mapping, agents = {}, list(dict.fromkeys(agents))
     for agent in agents:
+        mapping_fn = multi_agent.policy_mapping_fn
         try:
             module_id = multi_agent.module_of(agent)
-        except KeyError:
-            raise ConfigError(f"policy_mapping_fn maps no module to the agent {agent!r} (the "
-                              f"agents are {sorted(map(str, agents))}); add it") from None
+        except Exception as error:
+            if isinstance(mapping_fn, dict):
+                raise ConfigError(f"policy_mapping_fn maps no module to the agent {agent!r} "
+                                  f"(the agents are {sorted(map(str, agents))}); add it") from None
+            raise _mapping_error(mapping_fn, agent, error) from error
         if module_id not in multi_agent.policies:
             raise ConfigError(f"policy_mapping_fn maps the agent {agent!r} to the module "
                               f"{module_id!r}, which policies does not name "
                               f"({multi_agent.policies})")
         mapping[agent] = module_id
     return mapping
+
+
+def _mapping_error(mapping_fn: Any, agent: Any, error: Exception) -> ConfigError:
+    """The error for a ``policy_mapping_fn`` that raised ``error`` when asked for ``agent``'s
+    module."""
+    name = getattr(mapping_fn, "__qualname__", type(mapping_fn).__qualname__)
+    return ConfigError(
+        f"policy_mapping_fn {name}({agent!r}, episode=None) raised {type(error).__name__}: "
+        f"{error}; it is asked for the module of every agent of the env and the data when the "
+        "algorithm is built, with episode=None: make it return a module id of policies for "
+        f"{agent!r}")
 
 
 def module_spaces(modules: list[str], mapping: dict[Any, str], envs: list[Any],

@@ -4,7 +4,9 @@
 registered (``offline_rl.data.input_api``). Read task ``i`` of ``N`` builds its reader with
 ``creator(IOContext(worker_index=i, config=<the offline_data options as a dict>))`` and calls
 ``next()`` until its reader has returned ``input_reader_max_rows`` rows (timesteps; an endless
-reader is bounded so) or raises ``StopIteration``. ``N`` is
+reader is bounded so) or raises ``StopIteration``. Each call is bounded by
+``input_reader_timeout_s``, and one that raises or hangs fails the read naming the reader
+(``offline_rl.data.reader_calls``). ``N`` is
 ``input_read_method_kwargs["override_num_blocks"]`` (default 1), as for the file readers.
 
 Each batch becomes one row of the legacy SampleBatch format (each column a list of its values,
@@ -34,6 +36,7 @@ from offline_rl.data.data_config import DataConfig
 from offline_rl.data.episode_admission import PATH_COLUMN
 from offline_rl.data.input_api import InputCreator
 from offline_rl.data.io_context import IOContext
+from offline_rl.data.reader_calls import END, ReaderCalls
 from offline_rl.errors import DataFormatError
 
 #: Batches gathered into one block of a read task.
@@ -47,11 +50,12 @@ class CustomInputDatasource(ray.data.Datasource):
     ``IOContext(worker_index=i, config=config)``, at most ``max_rows`` rows."""
 
     def __init__(self, creator: InputCreator, config: dict[str, Any], *, num_readers: int,
-                 max_rows: int) -> None:
+                 max_rows: int, timeout_s: float) -> None:
         self.creator = creator
         self.config = config
         self.num_readers = num_readers
         self.max_rows = max_rows
+        self.timeout_s = timeout_s
 
     def estimate_inmemory_data_size(self) -> int | None:
         return None
@@ -64,16 +68,25 @@ class CustomInputDatasource(ray.data.Datasource):
                 for index in range(self.num_readers)]
 
     def _read(self, worker_index: int) -> Iterator[pa.Table]:
-        reader = self.creator(IOContext(config=self.config, worker_index=worker_index))
-        name = f"input reader {type(reader).__name__} (worker_index {worker_index})"
+        calls = ReaderCalls(worker_index=worker_index, timeout_s=self.timeout_s)
+        context = IOContext(config=self.config, worker_index=worker_index)
+        creator = getattr(self.creator, "__qualname__", type(self.creator).__qualname__)
+        try:
+            reader = calls.call(lambda: self.creator(context), f"its creator {creator}(ioctx)")
+            calls.named(reader)
+            yield from self._batches(reader, calls)
+        finally:
+            calls.close()
+
+    def _batches(self, reader: Any, calls: ReaderCalls) -> Iterator[pa.Table]:
+        """Blocks of the reader's batches, as ``SampleBatch``-format rows."""
         block: list[dict[str, Any]] = []
         batches = rows = 0
         while rows < self.max_rows:
-            try:
-                batch = reader.next()
-            except StopIteration:
+            batch = calls.call(lambda: reader.next(), f"next() call {batches}")
+            if batch is END:
                 break
-            row = batch_row(batch, f"{name}, batch {batches}")
+            row = batch_row(batch, f"{calls.name}, batch {batches}")
             batches += 1
             rows += len(row[next(iter(set(row) - {PATH_COLUMN}))])
             block.append(row)
@@ -125,6 +138,7 @@ def read_custom_input(config: DataConfig, creator: InputCreator, *,
     context = {field.name: getattr(options, field.name)
                for field in dataclasses.fields(options)}
     source = CustomInputDatasource(creator, context, num_readers=num_readers,
-                                   max_rows=options.input_reader_max_rows)
+                                   max_rows=options.input_reader_max_rows,
+                                   timeout_s=options.input_reader_timeout_s)
     kwargs["ray_remote_args"] = {"max_retries": max_retries, **kwargs.get("ray_remote_args", {})}
     return ray.data.read_datasource(source, override_num_blocks=num_readers, **kwargs)

@@ -1,7 +1,11 @@
 """The agents of multi-agent input: each tabular row's ``agent_id``, or each multi-agent
-episode's agents, read from the Parquet files' one column before any Ray work."""
+episode's agents, read from the Parquet files' one column before any Ray work; and the policy
+ids of old-stack ``MultiAgentBatch`` lines."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -9,10 +13,15 @@ import pyarrow.dataset as pads
 
 from offline_rl.columns import EPISODE_AGENTS, Columns
 from offline_rl.data.data_config import DataConfig
-from offline_rl.data.input_files import PARQUET_SUFFIXES, input_paths, list_data_files
+from offline_rl.data.input_files import (
+    JSON_SUFFIXES,
+    PARQUET_SUFFIXES,
+    input_paths,
+    list_data_files,
+)
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.filesystems import resolve_filesystem
-from offline_rl.formats.episode_input import decode_multi_agent_episode
+from offline_rl.formats.episode_input import agent_names, decode_multi_agent_episode
 from offline_rl.formats.tabular import resolve_schema
 
 
@@ -43,12 +52,13 @@ def input_agents(config: DataConfig) -> list[str]:
     column = resolve_schema(options.input_read_schema)[Columns.AGENT_ID]
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     agents: set[str] = set()
+    seen: dict[str, Any] = {}  # the episodes' agent ids, by their text
     for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
                                  PARQUET_SUFFIXES):
         for file in found.files:
             dataset = pads.dataset(file, filesystem=found.filesystem, format="parquet")
             shown = found.shown(file)
-            agents.update(_episode_agents(dataset, shown) if episodes
+            agents.update(_episode_agents(dataset, shown, seen) if episodes
                           else _row_agents(dataset, column, shown))
     return sorted(agents)
 
@@ -68,15 +78,24 @@ def _row_agents(dataset: pads.Dataset, column: str, shown: str) -> list[str]:
     return pc.unique(pc.cast(values, pa.string())).to_pylist()
 
 
-def _episode_agents(dataset: pads.Dataset, shown: str) -> list[str]:
+def _episode_agents(dataset: pads.Dataset, shown: str, seen: dict[str, Any]) -> list[str]:
     """The agents of the multi-agent episodes in a file: its ``agent_ids`` column (which the
-    PreLearners check against each episode), else each ``item`` decoded."""
+    PreLearners check against each episode), else each ``item`` decoded; agent ids that read
+    as one (``0`` and ``'0'``, in ``seen`` across files) are refused."""
     if EPISODE_AGENTS in dataset.schema.names:
         lists = dataset.to_table(columns=[EPISODE_AGENTS]).column(0)
         if lists.null_count:
             row = pc.indices_nonzero(pc.is_null(lists)).to_pylist()[0]
             raise DataFormatError(f"{shown}, row {row}: column {EPISODE_AGENTS!r} is empty; it "
                                   "lists the agents of the row's episode")
+        repeated = [row for row, listed in enumerate(lists.to_pylist())
+                    if len(set(listed)) < len(listed)]
+        if repeated:
+            raise DataFormatError(
+                f"{shown}, row {repeated[0]}: column {EPISODE_AGENTS!r} lists "
+                f"{lists[repeated[0]].as_py()}: two "
+                "agents of the episode have ids that read as one (0 and '0', say), which would "
+                "be trained on as one agent; give each agent an id of its own")
         return pc.unique(pc.cast(pc.list_flatten(lists), pa.string())).to_pylist()
     if "item" not in dataset.schema.names:
         raise DataFormatError(f"{shown} has no column 'item' (columns: {dataset.schema.names}); "
@@ -86,5 +105,38 @@ def _episode_agents(dataset: pads.Dataset, shown: str) -> list[str]:
     for batch in dataset.to_batches(columns=["item"]):
         for item in batch.column(0).to_pylist():
             episode = decode_multi_agent_episode(item, f"{shown} (column 'item')")
-            agents.update(map(str, episode.agent_episodes))
+            agents.update(agent_names(episode.agent_episodes,
+                                      f"{shown} (column 'item'), episode {episode.id_}", seen))
     return sorted(agents)
+
+
+def input_policy_ids(config: DataConfig) -> list[str]:
+    """The policy ids of the old-stack ``MultiAgentBatch`` lines of the JSON input files (each
+    line's ``policy_batches`` keys), sorted; read in this process. Lines that are no
+    ``MultiAgentBatch``, or no JSON, are left to the PreLearners, which name them.
+
+    Examples:
+        >>> import tempfile
+        >>> from offline_rl.settings.offline_data import OfflineDataConfig
+        >>> folder = tempfile.mkdtemp()
+        >>> with open(f"{folder}/ma.json", "w") as file:
+        ...     _ = file.write('{"type": "MultiAgentBatch", "policy_batches": {"b": {}, "a": {}}}')
+        >>> input_policy_ids(DataConfig(OfflineDataConfig(input_=folder)))
+        ['a', 'b']
+    """
+    options = config.offline_data
+    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
+    policies: set[str] = set()
+    for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
+                                 JSON_SUFFIXES):
+        for file in found.files:
+            with found.filesystem.open_input_stream(file) as stream:
+                lines = stream.read().splitlines()
+            for line in lines:
+                try:
+                    batches = json.loads(line).get("policy_batches")
+                except (ValueError, RecursionError, AttributeError):
+                    continue
+                if isinstance(batches, dict):
+                    policies.update(map(str, batches))
+    return sorted(policies)

@@ -90,7 +90,8 @@ class RowReader:
                 f"array of {self.locator.place(table)(missing.row)}; fill it or drop the row"
             ) from None
         except DataFormatError as error:
-            raise DataFormatError(f"{self.source}: {error}") from None
+            raise self._agent_shapes_error(table, names) or DataFormatError(
+                f"{self.source}: {error}") from None
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         rows = conform_row_shapes(rows, self.schema, self.spaces, self.source)
@@ -126,6 +127,31 @@ class RowReader:
                 "module_id empty, as RLlib writes them; if yours are single-agent, leave the "
                 "column out of the read: config.offline_data(input_read_method_kwargs="
                 "{'columns': [...]})")
+
+    def _agent_shapes_error(self, table: pa.Table, names: list[str]) -> DataFormatError | None:
+        """For multi-agent rows: the error naming the agents of this module whose rows of a
+        list column (``obs``, ...) have different lengths, and each one's; else ``None``."""
+        agent_column = self.schema[Columns.AGENT_ID]
+        if self.agent_ids is None or agent_column not in table.column_names:
+            return None
+        agents = table.column(agent_column).to_pylist()
+        for name in names:
+            column = table.column(name)
+            if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+                continue
+            lengths: dict[str, set[int]] = {}
+            for agent, length in zip(agents, pc.list_value_length(column).to_pylist(),
+                                     strict=True):
+                lengths.setdefault(str(agent), set()).add(length)
+            if len({frozenset(found) for found in lengths.values()}) > 1:
+                shapes = ", ".join(f"{agent!r} " + " or ".join(f"({n},)" for n in sorted(found))
+                                   for agent, found in sorted(lengths.items()))
+                return DataFormatError(
+                    f"{self.source}: the agents {sorted(lengths)} of one module have rows of "
+                    f"column {name!r} of different shapes: {shapes}; one module acts for "
+                    "agents of one kind: map agents of other shapes to a module of their own "
+                    "(config.multi_agent(policies=..., policy_mapping_fn=...))")
+        return None
 
     def _check_agents(self, table: pa.Table) -> None:
         """Raises ``DataFormatError``, naming the first such row, for rows of another agent

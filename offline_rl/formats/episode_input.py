@@ -18,7 +18,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,7 +102,7 @@ def decode_agent_episodes(item: bytes, where: str, agent_ids: Collection[str],
         [(1, 2.0)]
     """
     episode = decode_multi_agent_episode(item, where)
-    agents = sorted(map(str, episode.agent_episodes))
+    agents = sorted(agent_names(episode.agent_episodes, f"{where}: episode {episode.id_}"))
     if listed is not None and sorted(map(str, listed)) != agents:
         raise DataFormatError(
             f"{where}: episode {episode.id_} has the agents {agents}, but the column "
@@ -111,6 +111,34 @@ def decode_agent_episodes(item: bytes, where: str, agent_ids: Collection[str],
     wanted = set(agent_ids)
     return [agent_episode for agent_id, agent_episode in episode.agent_episodes.items()
             if str(agent_id) in wanted]
+
+
+def agent_names(agent_ids: Iterable[Any], where: str,
+                seen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Each agent id as text (how the data's agents are named and mapped) to the id itself;
+    ``DataFormatError`` naming ``where`` and both ids when two of them (or one and an id in
+    ``seen``, which is updated) read as one, as ``0`` and ``'0'`` do.
+
+    Examples:
+        >>> agent_names([0, 1], "a.parquet")
+        {'0': 0, '1': 1}
+        >>> agent_names([0, "0"], "a.parquet")
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.DataFormatError: a.parquet: the agent ids 0 (int) and '0' (str) are \
+two agents whose ids read as one ('0'), which would be trained on as one agent; give each \
+agent an id of its own
+    """
+    names = {} if seen is None else seen
+    for agent in agent_ids:
+        other = names.setdefault(str(agent), agent)
+        if other != agent or isinstance(other, str) != isinstance(agent, str):
+            raise DataFormatError(
+                f"{where}: the agent ids {other!r} ({type(other).__name__}) and {agent!r} "
+                f"({type(agent).__name__}) are two agents whose ids read as one "
+                f"({str(agent)!r}), which would be trained on as one agent; give each agent an "
+                "id of its own")
+    return names
 
 
 def is_multi_agent_batch(row: Mapping[str, Any]) -> bool:

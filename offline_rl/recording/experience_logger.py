@@ -40,6 +40,7 @@ from __future__ import annotations
 import atexit
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -50,6 +51,7 @@ from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, DataFormatError, OutputError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.recording.json_writer import JsonWriter
+from offline_rl.recording.logged_values import ARRAY, FLAG, INFO, NUMBER, ValueLayout
 from offline_rl.recording.output_folder import claim_output_folder, new_run_id
 from offline_rl.recording.sample_batch_builder import episode_to_sample_batch
 from offline_rl.recording.writer import EpisodeWriter, output_location
@@ -57,6 +59,11 @@ from offline_rl.settings.offline_data import OfflineDataConfig
 
 #: Episodes that may be open at once, by default.
 MAX_OPEN_EPISODES = 10_000
+#: The keys values are checked under (``log_step``'s arguments): the observations share a layout.
+OBS, NEXT_OBS, ACTION = "obs", "next_obs", "action"
+#: What each of ``log_step``'s values is (the model outputs and observations: arrays).
+STEP_KINDS = {"reward": NUMBER, "terminated": FLAG, "truncated": FLAG, "info": INFO,
+              "action_prob": NUMBER, "action_logp": NUMBER}
 
 
 class ExperienceLogger:
@@ -94,26 +101,35 @@ class ExperienceLogger:
                 compress_columns=offline_data.output_compress_columns,
                 write_method=offline_data.output_write_method,
                 write_method_kwargs=offline_data.output_write_method_kwargs, filesystem=fs)
+        self.output = offline_data.output
         self.observation_space = observation_space
         self.action_space = action_space
+        spaces = {OBS: observation_space, ACTION: action_space}
+        self._layout = ValueLayout({key: space for key, space in spaces.items() if space},
+                                   shared={NEXT_OBS: OBS})
         self.max_open_episodes = max_open_episodes
         self._open: dict[str, SingleAgentEpisode] = {}
         self._extra_names: frozenset[str] | None = None
         self._lock = threading.Lock()
         self._closed = False
+        #: Why logging stopped: a write failed (``None``: it did not).
+        self._failure: str | None = None
         self._counts = {"episodes_written": 0, "steps_written": 0, "empty_episodes": 0}
+        #: Episodes and steps in complete files, listed in the manifest.
+        self._on_disk = (0, 0)
         atexit.register(self.close)
 
     def start_episode(self, obs: Any, info: dict | None = None, *,
                       episode_id: str | None = None) -> str:
         """Opens an episode at its first observation; returns its id (``episode_id``, or a new
         unique one)."""
-        _check_shape(obs, self.observation_space, "observation")
         episode = SingleAgentEpisode(episode_id, observation_space=self.observation_space,
                                      action_space=self.action_space, len_lookback_buffer=0)
-        episode.add_env_reset(obs, info)
         with self._lock:
             self._check_open()
+            layouts = self._layout.check({OBS: ARRAY, "info": INFO}, {OBS: obs, "info": info},
+                                         f"episode {episode.id_!r}, start_episode")
+            episode.add_env_reset(obs, info)
             if episode.id_ in self._open:
                 raise DataFormatError(f"episode {episode.id_!r} is already open; each episode "
                                       "needs its own id")
@@ -123,6 +139,7 @@ class ExperienceLogger:
                     "(max_open_episodes); end episodes (end_episode) as their sessions end, or "
                     "raise max_open_episodes")
             self._open[episode.id_] = episode
+            self._layout.keep(layouts)
         return episode.id_
 
     def log_step(self, episode_id: str, action: Any, reward: float, next_obs: Any, *,
@@ -133,22 +150,30 @@ class ExperienceLogger:
         ``action_prob`` or log-probability ``action_logp``; give one or both), the reward and
         next observation that followed, and its done flags: a terminated or truncated step
         completes the episode. ``extra_model_outputs`` (``vf_preds``, ...) must name the same
-        outputs at every step."""
-        _check_shape(next_obs, self.observation_space, "observation")
-        _check_shape(action, self.action_space, "action")
-        if not math.isfinite(reward):
-            raise DataFormatError(f"episode {episode_id!r}: reward {reward} is not finite")
-        extras = {**(extra_model_outputs or {}),
-                  **_propensities(episode_id, action_prob, action_logp)}
+        outputs at every step. Each value is checked as it is logged (see
+        ``offline_rl.recording.logged_values``): a step that does not fit is refused with a
+        ``DataFormatError`` naming the value and the step, and nothing of it is kept."""
+        extras = dict(extra_model_outputs or {})
         with self._lock:
             self._check_open()
             episode = self._episode(episode_id)
-            if self._extra_names is None:
-                self._extra_names = frozenset(extras)
-            elif frozenset(extras) != self._extra_names:
+            where = f"episode {episode_id!r}, step {len(episode)}"
+            values = {NEXT_OBS: next_obs, ACTION: action, "reward": reward,
+                      "terminated": terminated, "truncated": truncated, "info": info,
+                      **({} if action_prob is None else {"action_prob": action_prob}),
+                      **({} if action_logp is None else {"action_logp": action_logp}),
+                      **{f"extra_model_outputs[{name!r}]": value
+                         for name, value in extras.items()}}
+            layouts = self._layout.check(STEP_KINDS, values, where)
+            if not math.isfinite(reward):
+                raise DataFormatError(f"{where}: reward {reward} is not finite")
+            extras.update(_propensities(where, action_prob, action_logp))
+            if self._extra_names is not None and frozenset(extras) != self._extra_names:
                 raise DataFormatError(
-                    f"episode {episode_id!r}: step logs the model outputs {sorted(extras)}, "
-                    f"earlier steps {sorted(self._extra_names)}; log the same ones every step")
+                    f"{where}: the step logs the model outputs {sorted(extras)}, earlier steps "
+                    f"{sorted(self._extra_names)}; log the same ones every step")
+            self._extra_names = frozenset(extras)
+            self._layout.keep(layouts)
             episode.add_env_step(next_obs, action, reward, info, terminated=terminated,
                                  truncated=truncated, extra_model_outputs=extras)
             if episode.is_done:
@@ -176,16 +201,19 @@ class ExperienceLogger:
 
     def close(self) -> list[str]:
         """Ends every open episode as truncated, writes everything and returns the paths of
-        all files written. Logging after ``close`` is an error."""
+        all files written. Logging after ``close`` is an error. After a write failed, only
+        returns the paths of the files written before."""
         with self._lock:
-            if not self._closed:
+            if self._failure is None and not self._closed:
                 for episode in list(self._open.values()):
                     self._end(episode)
                 self._open.clear()
                 self._closed = True
                 atexit.unregister(self.close)
-            return (self._writer.close() if isinstance(self._writer, JsonWriter)
-                    else self._flush())
+            if self._failure is not None:
+                return self._files()
+            return self._write(self._writer.close) if isinstance(self._writer, JsonWriter) \
+                else self._flush()
 
     def __enter__(self) -> ExperienceLogger:
         return self
@@ -207,20 +235,59 @@ class ExperienceLogger:
             self._counts["empty_episodes"] += 1
 
     def _finish(self, episode: SingleAgentEpisode) -> None:
-        self._counts["episodes_written"] += 1
-        self._counts["steps_written"] += len(episode)
-        if isinstance(self._writer, JsonWriter):
-            self._writer.write(episode_to_sample_batch(episode))
+        writer = self._writer
+        if isinstance(writer, JsonWriter):
+            self._write(lambda: writer.write(episode_to_sample_batch(episode)), episode)
         else:
-            self._writer.add([episode.to_numpy()])
+            self._write(lambda: writer.add([episode.to_numpy()]), episode)
 
     def _flush(self) -> list[str]:
+        self._write(self._writer.flush)
+        return self._files()
+
+    def _files(self) -> list[str]:
+        output = self._writer.path if isinstance(self._writer, JsonWriter) else \
+            self._writer.output
+        return [f"{output}/{path}" for path in self._writer.files_written]
+
+    def _write(self, write: Callable[[], Any], episode: SingleAgentEpisode | None = None) -> Any:
+        """``write()``, counting ``episode`` (the one it writes, if any) and what is on disk
+        once a file is complete; a write that fails (a full disk, a folder that cannot be
+        written) stops the logger with an ``OutputError`` saying what is safe on disk."""
+        files = len(self._writer.files_written)
+        try:
+            result = write()
+        except OSError as error:
+            if isinstance(error, OutputError):
+                raise
+            raise self._stop(error, lost=1 if episode is not None else 0) from error
+        if episode is not None:
+            self._counts["episodes_written"] += 1
+            self._counts["steps_written"] += len(episode)
+        if len(self._writer.files_written) > files:  # every episode given so far is in them
+            self._on_disk = (self._counts["episodes_written"], self._counts["steps_written"])
+        return result
+
+    def _stop(self, error: OSError, lost: int) -> OutputError:
+        """Stops logging after ``error``: the file being written is dropped, the counts are
+        what is on disk, and the error says so."""
         if isinstance(self._writer, JsonWriter):
-            return self._writer.flush()
-        self._writer.flush()
-        return [f"{self._writer.output}/{path}" for path in self._writer.files_written]
+            self._writer.abandon()
+        lost += self._counts["episodes_written"] - self._on_disk[0]
+        self._counts["episodes_written"], self._counts["steps_written"] = self._on_disk
+        self._failure = (
+            f"writing into {self.output!r} failed ({type(error).__name__}: {error}). "
+            f"{self._on_disk[0]} episode(s) ({self._on_disk[1]} steps) are safe on disk, in the "
+            f"{len(self._writer.files_written)} file(s) written before (listed in the folder's "
+            f"manifest); {lost} episode(s) finished after them were not written, nor "
+            f"{len(self._open)} still open. Free space (or make the folder writable), then log "
+            "on with a new ExperienceLogger (into the same folder, if you like)")
+        atexit.unregister(self.close)
+        return OutputError(f"ExperienceLogger: {self._failure}")
 
     def _check_open(self) -> None:
+        if self._failure is not None:
+            raise OutputError(f"ExperienceLogger stopped logging: {self._failure}")
         if self._closed:
             raise OutputError("ExperienceLogger is closed; make a new one to log more")
 
@@ -242,25 +309,18 @@ def _check_options(offline_data: OfflineDataConfig, sample_batches: bool) -> Non
         raise ConfigError("ExperienceLogger: " + "; ".join(problems))
 
 
-def _propensities(episode_id: str, action_prob: float | None,
+def _propensities(where: str, action_prob: float | None,
                   action_logp: float | None) -> dict[str, float]:
     """Both propensity columns from whichever was given; an action needs one, finite, and a
     probability above 0."""
     if action_prob is None and action_logp is None:
-        raise DataFormatError(f"episode {episode_id!r}: give action_prob or action_logp, the "
+        raise DataFormatError(f"{where}: give action_prob or action_logp, the "
                               "probability with which the action was chosen (off-policy "
                               "estimation needs it; 1.0 for a deterministic choice)")
     prob = math.exp(action_logp) if action_prob is None else float(action_prob)
     logp = math.log(prob) if action_logp is None and prob > 0 else action_logp
     if not (prob > 0 and math.isfinite(prob) and logp is not None and math.isfinite(logp)):
-        raise DataFormatError(f"episode {episode_id!r}: action_prob={action_prob}, action_logp="
+        raise DataFormatError(f"{where}: action_prob={action_prob}, action_logp="
                               f"{action_logp}: a logged action's probability must be finite "
                               "and above 0")
     return {Columns.ACTION_PROB: np.float32(prob), Columns.ACTION_LOGP: np.float32(logp)}
-
-
-def _check_shape(value: Any, space: gym.Space | None, what: str) -> None:
-    if isinstance(space, gym.spaces.Box | gym.spaces.Discrete) and \
-            np.shape(value) != space.shape:
-        raise DataFormatError(f"{what} {value!r} has shape {np.shape(value)}; the "
-                              f"{type(space).__name__} space {space} needs {space.shape}")

@@ -31,6 +31,7 @@ Examples:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import threading
 from collections.abc import Collection
@@ -116,6 +117,16 @@ class JsonWriter:
         self._closed = True
         atexit.unregister(self.close)
         return files
+
+    def abandon(self) -> None:
+        """Drops the file being written (after a write into it failed: it may end mid-line)
+        and closes the writer; the files completed before stay."""
+        with self._lock:
+            if self._file is not None:
+                with contextlib.suppress(OSError):  # the folder may no longer be writable
+                    self._file.discard()
+            self._file, self._rows, self._closed = None, 0, True
+            atexit.unregister(self.close)
 
     def _complete(self) -> None:
         assert self._file is not None

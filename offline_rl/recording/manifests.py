@@ -82,16 +82,17 @@ class RunManifest:
 
     def add_entries(self, entries: Iterable[ManifestEntry]) -> None:
         """Lists files whose size and hash the caller already knows (files it moved here)."""
-        self.entries.update((entry.path, entry) for entry in entries)
+        listed = {**self.entries, **{entry.path: entry for entry in entries}}
         manifests = f"{self.folder}/{MANIFEST_FOLDER}"
         self.filesystem.create_dir(manifests, recursive=True)
         temporary = f"{manifests}/{self.run_name}.{uuid.uuid4().hex}.tmp"
         content = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "files": {
             path: {"size": entry.size, "sha256": entry.sha256}
-            for path, entry in sorted(self.entries.items())}}
+            for path, entry in sorted(listed.items())}}
         with self.filesystem.open_output_stream(temporary) as stream:
             stream.write(json.dumps(content, indent=1).encode())
         self.filesystem.move(temporary, f"{manifests}/{self.run_name}.json")
+        self.entries = listed
 
 
 def file_entry(filesystem: pafs.FileSystem, folder: str, relative: str) -> ManifestEntry:

@@ -32,6 +32,7 @@ from offline_rl.columns import Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.sample_batch import SampleBatch
 from offline_rl.errors import DataFormatError
+from offline_rl.recording.logged_values import ValueLayout
 
 #: The column RLlib numbers each built batch with.
 UNROLL_ID = "unroll_id"
@@ -45,13 +46,18 @@ class SampleBatchBuilder:
     def __init__(self) -> None:
         self.buffers: dict[str, list[Any]] = defaultdict(list)
         self.count = 0
+        self._layout = ValueLayout()
 
     def add_values(self, **values: Any) -> None:
-        """Adds one row: a value per column. Every row must name the same columns."""
+        """Adds one row: a value per column. Every row must name the same columns, each column
+        keep one shape and kind (numbers or text; ``offline_rl.recording.logged_values``): a
+        row that does not is refused with a ``DataFormatError`` naming the column and the row,
+        and nothing of it is added."""
         if self.count and set(values) != set(self.buffers):
             raise DataFormatError(
                 f"add_values: row {self.count} has columns {sorted(values)}, the rows before "
                 f"it {sorted(self.buffers)}; every row of a batch needs the same columns")
+        self._layout.keep(self._layout.check({}, values, f"add_values: row {self.count}"))
         for name, value in values.items():
             self.buffers[name].append(value)
         self.count += 1
@@ -70,6 +76,7 @@ class SampleBatchBuilder:
             batch[UNROLL_ID] = np.full(batch.count, next(_unroll_ids))
         self.buffers.clear()
         self.count = 0
+        self._layout = ValueLayout()
         return batch
 
 

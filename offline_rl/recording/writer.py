@@ -13,6 +13,7 @@ as whole but holds part of the data.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 from collections.abc import Iterable, Sequence
@@ -133,19 +134,29 @@ class EpisodeWriter:
             self._buffered_bytes += _approximate_bytes(episode)
 
     def flush(self) -> list[str]:
-        """Writes every buffered episode into a new ``run-...`` folder; returns the file paths."""
+        """Writes every buffered episode into a new ``run-...`` folder; returns the file paths.
+        When a write fails (``OSError``: a full disk), the files of this flush are deleted and
+        the episodes stay buffered."""
         if not self._episodes:
             return []
         table = (_episodes_table(self._episodes) if self.write_episodes
                  else _tabular_table(self._episodes, self.compress_columns))
         folder = f"{self.folder}/run-{self.run_id}-{self.runner_index:06d}-{self._writes:05d}"
-        paths = [self._write_atomically(part, f"{folder}/part-{number:05d}.{self.format}")
-                 for number, part in enumerate(self._parts(table))]
+        paths: list[str] = []
+        try:
+            for number, part in enumerate(self._parts(table)):
+                paths.append(self._write_atomically(
+                    part, f"{folder}/part-{number:05d}.{self.format}"))
+            written = [path[len(self.output) + 1:] for path in paths]
+            self.manifest.add(written)
+        except OSError:  # a full disk: no file of this flush is left to read as data
+            for path in paths:
+                with contextlib.suppress(OSError):
+                    self.filesystem.delete_file(path)
+            raise
         self._writes += 1
         self.rows_written += table.num_rows
-        written = [path[len(self.output) + 1:] for path in paths]
         self.files_written += written
-        self.manifest.add(written)
         self._episodes, self._buffered_rows, self._buffered_bytes = [], 0, 0
         return paths
 

@@ -17,6 +17,7 @@ from offline_rl.formats.checks import (
 )
 from offline_rl.settings.options import (
     A_BOOL,
+    A_NUMBER_ABOVE_0,
     A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     KEYWORD_ARGUMENTS,
@@ -85,6 +86,9 @@ class OfflineDataConfig(Section):
     input_config: dict[str, Any] = option({}, KEYWORD_ARGUMENTS)
     #: Rows (timesteps) each custom input reader is read for, at most.
     input_reader_max_rows: int = option(100_000, AN_INT_AT_LEAST_1)
+    #: Seconds a custom input reader's creator or ``next()`` call may take before the read
+    #: fails naming the reader (a hung reader would hang ``train()``).
+    input_reader_timeout_s: float = option(300.0, A_NUMBER_ABOVE_0)
     #: The ``ray.data.read_*`` function (or a callable ``(paths, **kwargs) -> Dataset``).
     input_read_method: str | Callable[..., Any] = option("read_parquet", Rule(
         "a ray.data.read_* name or a callable",
