@@ -136,7 +136,7 @@ def _train(args: argparse.Namespace) -> int:
         start_ray(verbose=True)
     algo = (Algorithm.from_checkpoint(resumed_from, config) if resumed_from
             else config.build())
-    reached = None
+    reached, dropped = None, {}
     with (algo, ResultLog(output, resume_after=algo.iteration if resumed_from else None)
           as writer, tqdm(total=int(stop["iterations"]), initial=algo.iteration, unit="iter",
                           desc=f"training {config.algo_name}") as bar):
@@ -145,6 +145,7 @@ def _train(args: argparse.Namespace) -> int:
         for _ in range(int(stop["iterations"]) - algo.iteration):
             result = algo.train()
             writer.write(result)
+            dropped = result.get("data", {}).get("dropped") or dropped
             checkpoints.after_iteration(algo, result["training_iteration"])
             losses = [module["total_loss"] for module in result["learners"].values()
                       if isinstance(module, dict) and "total_loss" in module]  # each module's
@@ -172,6 +173,8 @@ def _train(args: argparse.Namespace) -> int:
         "checkpoints": checkpoints.kept,
         "results": str(output / "progress.csv"),
     }
+    if dropped:  # data skipped or dropped, by reason (a warning named them as found)
+        summary["dropped"] = dropped
     if "return" in stop:
         summary["stop_return_reached"] = reached is not None
     print(json.dumps(summary))

@@ -174,6 +174,20 @@ def test_a_column_name_given_twice_is_named_with_its_file(ray_session, tmp_path,
         OfflineData(bc_config.offline_data(input_=str(tmp_path)), SPACES)
 
 
+def test_a_file_deleted_while_training_is_named_with_what_was_trained(ray_session, tmp_path,
+                                                                     bc_config):
+    for number in range(3):
+        pq.write_table(rows(64), tmp_path / f"part-{number}.parquet")
+    config = bc_config.training(train_batch_size_per_learner=16).offline_data(
+        input_=str(tmp_path), dataset_num_iters_per_learner=None)
+    with config.build() as algo:
+        (tmp_path / "part-2.parquet").unlink()
+        with pytest.raises(DataFormatError, match=r"part-2\.parquet is gone: it was deleted or "
+                                                  r"moved while the input was read \(\[Errno 2\] "
+                                                  r".*The rows read before it were trained on"):
+            algo.train()
+
+
 def test_empty_dataset_is_named(ray_session, tmp_path, bc_config):
     message = first_batch_error(bc_config, tmp_path, rows().slice(0, 0))
     assert "no rows" in message or "empty" in message

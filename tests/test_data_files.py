@@ -5,6 +5,7 @@ without end; broken or looping symlinks are named and counted, not skipped in si
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import pytest
 import ray
 
 from offline_rl import BCConfig
+from offline_rl.cli import main
 from offline_rl.data.input_files import MAX_DATA_FILE_BYTES_ENV, input_paths, list_data_files
 from offline_rl.data.input_locator import files_without
 from offline_rl.data.input_reader import check_json_files, check_parquet_columns, read_input
@@ -97,16 +99,18 @@ def test_a_file_over_the_size_cap_is_refused(folder, monkeypatch):
         config_of(folder).build()
 
 
-def test_broken_and_looping_symlinks_are_named_and_counted(ray_session, folder):
+def test_broken_and_looping_symlinks_are_named_and_counted(ray_session, folder, tmp_path,
+                                                           capsys):
     (folder / "gone.parquet").symlink_to(folder / "deleted.parquet")
     (folder / "loop.parquet").symlink_to(folder / "loop.parquet")
+    config_of(folder).to_yaml(tmp_path / "bc.yaml")
     with pytest.warns(UserWarning, match=r"skipped 2 input file\(s\) that cannot be read: "
                                          r".*gone\.parquet \(a broken or looping symlink\); "
                                          r".*loop\.parquet"):
-        algo = config_of(folder).build()
-    with algo:
-        result = algo.train()
-    assert result["data"]["dropped"] == {"skipped_files": 2}
+        assert main(["train", str(tmp_path / "bc.yaml"), "--max-iterations", "1",
+                     "--output-dir", str(tmp_path / "run")]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["dropped"] == {"skipped_files": 2}
     with pytest.warns(UserWarning, match=r"skipped 2 file\(s\) .*gone\.parquet"):
         assert inspect_dataset(str(folder))["files"] == 1
 

@@ -12,6 +12,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -388,3 +390,55 @@ def test_train_never_replaces_earlier_results_without_the_word(tmp_path, capsys)
         f"--resume {tmp_path / 'run'}, choose another --output-dir, or pass --overwrite to "
         "replace them")
     assert (tmp_path / "run" / "progress.csv").read_text() == "my results"
+
+
+#: Runs ``datasets make`` (CLI) or a recording env runner into ``argv[1]`` with writes failing
+#: past 2 kB (``RLIMIT_FSIZE``: a file too large, EFBIG, as a full disk fails a write).
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from offline_rl.cli import main
+from offline_rl.errors import OutputError
+from offline_rl.recording.recorder import _EnvRunner
+from tests.policies import alternating
+from tests.test_user_files import recording_config
+
+def fill_disk():
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+if sys.argv[2] == "datasets make":
+    fill_disk()
+    sys.exit(main(["datasets", "make", "CartPole-v1", "random", "--out", sys.argv[1],
+                   "--episodes", "200", "--overwrite"]))
+config = recording_config(Path(sys.argv[1])).offline_data(output_max_rows_per_file=5)
+runner = _EnvRunner(config.recorder_config(), alternating, 0, "run-0")
+runner.record(20)  # files of 5 episodes
+fill_disk()
+try:
+    runner.record(200)
+except OutputError as error:
+    print(error)
+print(len(runner.stop()))
+"""
+
+
+@pytest.mark.parametrize("writer", ["datasets make", "recording env runner 0"])
+def test_a_write_that_fails_names_the_folder_and_keeps_whole_files_only(tmp_path, writer):
+    out = tmp_path / "data"
+    user = plant_user_files(out)
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(out), writer], text=True,
+                          capture_output=True, timeout=120, cwd=Path(__file__).parent.parent)
+    lines = (done.stderr if writer == "datasets make" else done.stdout).strip().splitlines()
+    error = lines[-1] if writer == "datasets make" else lines[-2]
+    assert f"{writer}: writing into {str(out)!r} failed ([Errno 27] " in error
+    assert "MiB are free on the folder's disk. Free space (or raise the file size limit)" in error
+    assert file_hashes(user) == user
+    if writer == "datasets make":
+        assert done.returncode == 2 and "nothing of this dataset was kept" in error
+        assert data_files(out) == [] and not (out / "dataset.json").exists()
+    else:
+        kept = int(lines[-1])
+        assert kept >= 1 and f"the {kept} whole file(s) it wrote before are kept" in error
+        assert len(data_files(out)) == kept
+        assert all(pq.read_metadata(file).num_rows for file in data_files(out))

@@ -347,10 +347,7 @@ class Algorithm:
         state = checkpoint.read_algorithm_state(path)
         module_only = component in (COMPONENT_RL_MODULE,
                                     f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
-        saved, this = state.get("algorithm"), self.config.algo_name
-        other = (f"{path} is a checkpoint of {saved}, and this algorithm is {this}: restore it "
-                 f"with Algorithm.from_checkpoint(path), which builds {saved} from the config "
-                 "saved with it") if isinstance(saved, str) and saved != this else None
+        other = checkpoint.other_algorithm(path, state, self.config.algo_name)
         if other and not module_only:
             raise ConfigError(other)
         try:

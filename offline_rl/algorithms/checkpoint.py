@@ -226,6 +226,17 @@ def read_algorithm_state(path: str | Path) -> dict[str, Any]:
     return state
 
 
+def other_algorithm(path: str | Path, state: dict[str, Any], this: str) -> str | None:
+    """What to say when the checkpoint at ``path`` (its ``read_algorithm_state``) was saved by
+    another algorithm than ``this``; ``None`` when it was not."""
+    saved = state.get("algorithm")
+    if not isinstance(saved, str) or saved == this:
+        return None
+    return (f"{path} is a checkpoint of {saved}, and this algorithm is {this}: restore it with "
+            f"Algorithm.from_checkpoint(path), which builds {saved} from the config saved with "
+            "it")
+
+
 def _is_stream_position(position: Any) -> bool:
     """Whether ``position`` is an ``OfflineData.stream_position()``."""
     return (isinstance(position, dict) and isinstance(position.get("ended"), bool)

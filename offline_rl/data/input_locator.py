@@ -9,6 +9,7 @@ they may read what they need (footers, two columns, or whole files within a time
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -164,7 +165,8 @@ def read_failure(error: BaseException) -> BaseException | None:
     """The error of a file's contents behind Ray's wrappers: pyarrow's (a corrupt page, a
     truncated file) or JSON's; ``None`` for any other error."""
     return next((wrapped for wrapped in error_chain(error)
-                 if isinstance(wrapped, pa.ArrowException | json.JSONDecodeError)
+                 if isinstance(wrapped, pa.ArrowException | json.JSONDecodeError
+                               | FileNotFoundError)
                  or type(wrapped) is OSError), None)
 
 
@@ -177,8 +179,19 @@ def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
     try:
         yield
     except Exception as error:
-        if read_failure(error) is None:
+        failure = read_failure(error)
+        if failure is None:
             raise
+        if isinstance(failure, FileNotFoundError):
+            failure = next((wrapped for wrapped in error_chain(error)  # without Ray's traceback
+                            if type(wrapped) is FileNotFoundError), failure)
+            found = failure.filename or re.search(r"'([^']+)'", str(failure))
+            gone = found if isinstance(found, str) else found.group(1) if found else "an input file"
+            raise DataFormatError(
+                f"{gone} is gone: it was deleted or moved while the input was read ({failure}). "
+                "The rows read before it were trained on; the rest of this pass over the data "
+                "was not. Put the file back or leave it out of input_, then resume from the last "
+                "checkpoint") from None
         damage = find_damaged_file(paths, filesystem, read_method)
         if damage is None:
             raise

@@ -34,7 +34,7 @@ from offline_rl.data.input_files import (
     read_method_suffixes,
 )
 from offline_rl.data.stoppable_executions import materialize
-from offline_rl.errors import ConfigError, DataFormatError
+from offline_rl.errors import ConfigError, DataFormatError, warn_at_caller
 from offline_rl.filesystems import absolute_path, filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.parquet_footer import FooterCaps, check_footer
@@ -245,9 +245,9 @@ def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
     if skipped:
         shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
                                           if len(skipped) > 5 else "")
-        warnings.warn(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
-                      "Fix or remove them (they are counted in result['data']['dropped']"
-                      "['skipped_files'])", stacklevel=4)
+        warn_at_caller(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
+                       "Fix or remove them (they are counted in result['data']['dropped']"
+                       "['skipped_files'])")
     return skipped
 
 

@@ -27,6 +27,7 @@ from offline_rl.recording.output_folder import (
     claim_output_folder,
     new_run_id,
     remove_earlier_output,
+    write_failure,
 )
 from offline_rl.recording.writer import EpisodeWriter
 from offline_rl.reference_datasets import MULTI_AGENT_ENVS
@@ -80,6 +81,7 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
                           "dataset card would replace it; move it away or choose another folder")
     run_id = new_run_id()
     staging = Path(folder) / MANIFEST_FOLDER / f"staging-{run_id}"
+    writer = None
     try:
         writer = EpisodeWriter(staging.as_posix(), env_name=env_id, run_id=run_id,
                                write_episodes=write_episodes, compress_columns=compress_columns,
@@ -92,6 +94,13 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
         for relative in writer.files_written:  # run-<run id> folders: no name is taken yet
             (Path(folder) / relative).parent.mkdir(parents=True, exist_ok=True)
             os.rename(staging / relative, Path(folder) / relative)
+    except OSError as error:  # a full disk, a file over the size limit
+        written = sum(file.stat().st_size for file in staging.rglob("*") if file.is_file())
+        raise write_failure("datasets make", str(out), error, kept="nothing of this dataset "
+                            "was kept (its staging folder is removed) and the folder's earlier "
+                            "files are as they were",
+                            needed_bytes=written + (writer.buffered_bytes if writer else 0)
+                            ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     card = {

@@ -26,6 +26,8 @@ Examples:
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 import uuid
 import warnings
@@ -144,6 +146,30 @@ def remove_earlier_output(filesystem: pafs.FileSystem, folder: str, *, keep_run:
                       f"prove it wrote and kept {'; '.join(kept[:NAMED_FILES])}{more}; delete "
                       "what you do not need yourself", UserWarning, stacklevel=3)
     return kept
+
+
+def write_failure(writer: str, output: str, error: OSError, *, kept: str,
+                  needed_bytes: int | None = None) -> OutputError:
+    """The error for a write into ``output`` that failed (a full disk, a file over the size
+    limit): the folder, what was kept (``kept``: whole files only), the space free on its disk
+    (a local folder) and, where known, the bytes being written."""
+    space = f" It was writing about {needed_bytes / 2**20:.1f} MiB" if needed_bytes else ""
+    free = _free_bytes(output)
+    if free is not None:
+        space += f"{'; ' if space else ' '}{free / 2**20:.1f} MiB are free on the folder's disk"
+    return OutputError(f"{writer}: writing into {output!r} failed ({error}); {kept}."
+                       f"{space + '.' if space else ''} Free space (or raise the file size "
+                       "limit) and write again, or choose another folder")
+
+
+def _free_bytes(output: str) -> int | None:
+    """The free bytes on a local folder's disk (its nearest existing parent's), else ``None``."""
+    if "://" in output and not output.startswith("file://"):
+        return None
+    path = os.path.abspath(output.removeprefix("file://"))
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return shutil.disk_usage(path).free
 
 
 def _check_writable(output: str, filesystem: pafs.FileSystem, folder: str, writer: str) -> None:

@@ -21,7 +21,7 @@ from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
 from offline_rl.recording.input_overlap import overlap_problem
 from offline_rl.recording.json_writer import JsonWriter
-from offline_rl.recording.output_folder import claim_output_folder, new_run_id
+from offline_rl.recording.output_folder import claim_output_folder, new_run_id, write_failure
 from offline_rl.recording.output_writer import OutputWriter
 from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
@@ -122,11 +122,12 @@ class Recorder:
     @surface_errors
     def stop(self) -> list[str]:
         """Flushes every runner's buffered episodes; returns all files written; frees actors."""
-        files = [path for paths in ray.get([r.stop.remote() for r in self.runners])
-                 for path in paths]
-        kill_actors(self.runners)
-        self.runners = []
-        return files
+        try:
+            return [path for paths in ray.get([r.stop.remote() for r in self.runners])
+                    for path in paths]
+        finally:
+            kill_actors(self.runners)
+            self.runners = []
 
     def __enter__(self) -> Recorder:
         return self
@@ -190,6 +191,8 @@ class _EnvRunner:
         self.files: list[str] = []
         self.episodes_started = 0
         self.limits = sampling_limits(config.env_runners, f"recording env runner {index}")
+        #: Whether a write failed (what the runner buffers is then given up).
+        self.failed = False
 
     def set_policy(self, policy: Any) -> None:
         self.policy = as_batch_policy(policy)
@@ -203,17 +206,33 @@ class _EnvRunner:
         returns, lengths = [], []
         for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
                                on_episode_start=self.on_episode_start, limits=self.limits):
-            self.files += write_episode(self.writer, episode)
+            try:
+                self.files += write_episode(self.writer, episode)
+            except OSError as error:
+                raise self._write_failure(error) from None
             returns.append(episode.get_return())
             lengths.append(len(episode))
         self.episodes_started += num_episodes
         return returns, lengths, self.limits.take_cut()[1]
 
     def stop(self) -> list[str]:
-        self.files += close_writer(self.writer)
-        for env in self.envs:
-            env.close()
+        try:
+            if not self.failed:
+                self.files += close_writer(self.writer)
+        except OSError as error:
+            raise self._write_failure(error) from None
+        finally:
+            for env in self.envs:
+                env.close()
         return self.files
+
+    def _write_failure(self, error: OSError) -> OutputError:
+        self.failed = True
+        return write_failure(
+            f"recording env runner {self.index}", str(self.config.offline_data.output), error,
+            kept=f"the {len(self.files)} whole file(s) it wrote before are kept (listed in the "
+                 "folder's manifest), the episodes it held since were not written",
+            needed_bytes=getattr(self.writer, "buffered_bytes", None))
 
 
 def write_episode(writer: EpisodeWriter | JsonWriter | OutputWriter,

@@ -127,6 +127,11 @@ class EpisodeWriter:
             self.max_rows_per_file is not None and self._buffered_rows >= self.max_rows_per_file)
         return self.flush() if full else []
 
+    @property
+    def buffered_bytes(self) -> int:
+        """About how many bytes the episodes buffered (not written yet) hold."""
+        return self._buffered_bytes
+
     def _buffer(self, episodes: Iterable[SingleAgentEpisode | MultiAgentEpisode]) -> None:
         for episode in episodes:
             self._episodes.append(episode)
