@@ -16,7 +16,8 @@ from pettingzoo.classic.rps import rps
 from pettingzoo.classic.tictactoe import tictactoe
 from pettingzoo.test.example_envs import generated_agents_parallel_v0
 
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, EnvError
+from offline_rl.evaluation.env_limits import EpisodeLimits
 from offline_rl.evaluation.multi_agent_cartpole import AlternatingCartPole, MultiAgentCartPole
 from offline_rl.evaluation.multi_agent_env import RLlibShapedEnv, make_multi_agent_env
 from offline_rl.evaluation.multi_agent_rollout import (
@@ -516,3 +517,27 @@ def test_rewards_before_an_agents_first_turn_stay_out_of_its_return():
     # b got 1 and c got 2 before their first turns (RLlib's hanging rewards at the begin).
     assert episode.get_agent_returns() == {"a": 5.0, "b": 5.0, "c": 0.0}
     assert episode.agent_episodes["c"].is_terminated and episode.is_truncated
+
+
+class NeverEndingPair(MultiAgentCartPole):
+    """Two agents whose episode never ends."""
+
+    def step(self, actions):
+        flags = {agent: False for agent in self.agents}
+        return ({agent: np.zeros(4, np.float32) for agent in self.agents},
+                {agent: 1.0 for agent in self.agents}, {**flags, "__all__": False},
+                {**flags, "__all__": False}, {agent: {} for agent in self.agents})
+
+
+@pytest.mark.timeout(60)
+def test_a_multi_agent_episode_that_never_ends_is_named_after_its_time():
+    envs = [make_multi_agent_env(NeverEndingPair)]
+    push_left = lambda obs: (np.zeros(len(obs), dtype=np.int64), {})  # noqa: E731
+    limits = EpisodeLimits(timeout_s=0.3, timeout_option="evaluation(evaluation_sample_timeout_"
+                           "s=...)", player="the multi-agent evaluation")
+    expected = (r"the multi-agent evaluation: episode 0 of env '(tests\.)?test_multi_agent_env\."
+                r"NeverEndingPair' ran 0\.3 s \(\d+ steps\) without ending, over the limit of 0\.3 "
+                r"s \(evaluation\(evaluation_sample_timeout_s=\.\.\.\)\).*Make the env end them")
+    with pytest.raises(EnvError, match=expected):
+        list(multi_agent_rollout(envs, {"cart": push_left},
+                                 {"agent_0": "cart", "agent_1": "cart"}, 1, limits=limits))

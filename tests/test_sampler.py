@@ -257,6 +257,24 @@ def test_env_spaces_other_than_the_data_are_refused_at_build(cartpole_data):
         config.build()
 
 
+def unreachable_simulator(env_config: dict) -> gym.Env:
+    raise ConnectionError(f"no simulator at {env_config['host']}")
+
+
+@pytest.mark.parametrize(("creator", "error", "message"), [
+    (unreachable_simulator, EnvError,
+     r"the env creator unreachable_simulator\(env_config=\{'host': 'sim:9000'\}\) raised "
+     r"ConnectionError: no simulator at sim:9000; fix the creator or its env_config"),
+    (lambda env_config: "CartPole-v1", ConfigError,
+     r"the env creator .*<lambda> returned str, not a gymnasium.Env; return the env itself"),
+])
+def test_an_env_creator_that_fails_is_named(cartpole_data, creator, error, message):
+    config = sampler_config(BCConfig, cartpole_data).environment(
+        creator, env_config={"host": "sim:9000"})
+    with pytest.raises(error, match=message):
+        config.build()
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"max_episode_steps": 0},
      "max_episode_steps: must be None \\(the env spec's\\) or an int >= 1"),

@@ -18,6 +18,7 @@ from offline_rl.data.data_config import DataConfig
 from offline_rl.data.input_agents import input_agents, input_policy_ids
 from offline_rl.data.resources import side_by_side_options
 from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.evaluation.env_limits import EpisodeLimits, evaluation_limits
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
 from offline_rl.evaluation.multi_agent_rollout import (
     multi_agent_episode_statistics,
@@ -220,7 +221,9 @@ class MultiAgentAlgorithm:
             evaluation = self.config.sections.evaluation
             result = {ENV_RUNNER_RESULTS: play_modules(
                           self.envs, modules, self.mapping, evaluation.evaluation_duration,
-                          seed=self.config.sections.debugging.seed, writer=self.writer),
+                          seed=self.config.sections.debugging.seed, writer=self.writer,
+                          limits=evaluation_limits(self.config.sections,
+                                                   "the multi-agent evaluation")),
                       "evaluation_time_s": time.perf_counter() - started}
         if estimators:
             result[OFF_POLICY_ESTIMATION] = {
@@ -352,16 +355,17 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
 
 
 def play_modules(envs: list[Any], modules: dict[str, Any], mapping: dict[Any, str],
-                 episodes: int, *, seed: int | None,
-                 writer: EpisodeWriter | None = None) -> dict[str, Any]:
+                 episodes: int, *, seed: int | None, writer: EpisodeWriter | None = None,
+                 limits: EpisodeLimits | None = None) -> dict[str, Any]:
     """RLlib's evaluation statistics (``multi_agent_episode_statistics``) of ``episodes``
     episodes in the multi-agent ``envs``, every module of ``modules`` acting greedily for the
     agents ``mapping`` maps to it (with ``writer``: sampling its actions, each episode written
-    and flushed); episode ``i`` is reset with ``seed + i``."""
+    and flushed); episode ``i`` is reset with ``seed + i``; ``limits``: how long an episode may
+    run (``evaluation.env_limits``)."""
     as_policy = greedy_policy if writer is None else as_batch_policy
     played = list(multi_agent_rollout(
         envs, {module_id: as_policy(module) for module_id, module in modules.items()},
-        mapping, episodes, seed=seed))
+        mapping, episodes, seed=seed, limits=limits))
     if writer is not None:
         writer.add(played)
         writer.flush()

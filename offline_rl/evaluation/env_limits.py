@@ -59,6 +59,8 @@ class EpisodeLimits:
     timeout_s: float | None = None
     timeout_option: str = "env_runners(sample_timeout_s=...)"
     player: str = "an env runner"
+    #: Whether the player cuts episodes at ``max_episode_steps`` (multi-agent ones do not).
+    cuts_episodes: bool = True
     episodes_cut: int = 0
     cut_notice: str | None = field(default=None, repr=False)
 
@@ -96,13 +98,15 @@ class EpisodeLimits:
         elapsed = time.monotonic() - started
         if elapsed <= self.timeout_s:
             return
+        remedy = ("Cut them with config.env_runners(max_episode_steps=...)"
+                  if self.cuts_episodes
+                  else "Make the env end them (multi-agent episodes are not cut)")
         raise EnvError(
             f"{self.player}: episode {episode} of env {env_name(env)!r} ran {elapsed:.1f} s "
             f"({steps} steps) without ending, over the limit of {self.timeout_s:g} s "
             f"({self.timeout_option}): does the env ever end its episodes (terminated or "
-            "truncated)? "
-            "Cut them with config.env_runners(max_episode_steps=...), or, for episodes that "
-            f"are only slow, raise {self.timeout_option} (None: no limit)")
+            f"truncated)? {remedy}, or, for episodes that are only slow, raise "
+            f"{self.timeout_option} (None: no limit)")
 
 
 def evaluation_limits(sections: Any, player: str = "evaluate()") -> EpisodeLimits:

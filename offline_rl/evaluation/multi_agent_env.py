@@ -52,6 +52,11 @@ class RLlibShapedEnv(MultiAgentEnv):
         self.env = env
         super().__init__(getattr(env, "possible_agents", None) or list(env.observation_spaces))
 
+    @property
+    def unwrapped(self) -> Any:
+        """The user's env (as gymnasium's wrappers name the env they wrap)."""
+        return getattr(self.env, "unwrapped", self.env)
+
     def _spaces_of(self, agent_id: AgentID) -> tuple[gym.Space, gym.Space]:
         spaces = (self.env.observation_spaces.get(agent_id), self.env.action_spaces.get(agent_id))
         if any(space is None for space in spaces):

@@ -19,6 +19,8 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -73,8 +75,8 @@ def _mapping_fn(agent_to_module: AgentToModuleFn | Mapping[AgentID, ModuleID]
 def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleID, BatchPolicy],
                         agent_to_module: AgentToModuleFn | Mapping[AgentID, ModuleID],
                         num_episodes: int, *, seed: int | None = None,
-                        on_episode_start: Callable[[int], None] | None = None
-                        ) -> Iterator[MultiAgentEpisode]:
+                        on_episode_start: Callable[[int], None] | None = None,
+                        limits: EpisodeLimits | None = None) -> Iterator[MultiAgentEpisode]:
     """Yields ``num_episodes`` complete episodes (``to_numpy()``'d) as they finish, stepping
     ``envs`` (made by ``make_multi_agent_env``) side by side.
 
@@ -89,10 +91,14 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
 
     Raises ``ConfigError`` naming the agent and the module when a module an agent maps to has
     no policy, or when a dict ``agent_to_module`` lacks an agent; ``EnvError`` naming the env,
-    the episode and the step when the env raises (``evaluation.env_limits``).
+    the episode and the step when the env raises, or when an episode runs past
+    ``limits.timeout_s`` without ending (``evaluation.env_limits``; episodes are not cut: an
+    agent may be waiting for its next observation).
     """
     mapping_fn = _mapping_fn(agent_to_module)
-    limits = EpisodeLimits(player="a multi-agent env runner")
+    limits = dataclasses.replace(limits or EpisodeLimits(player="a multi-agent env runner"),
+                                 cuts_episodes=False)
+    began: dict[int, float] = {}
     numbers: dict[int, int] = {}
     running: dict[int, MultiAgentEpisode] = {}
     last_observations: dict[int, dict[AgentID, Any]] = {}
@@ -110,7 +116,7 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
                                     agent_to_module_mapping_fn=mapping_fn)
         episode.add_env_reset(observations, infos)
         running[slot], last_observations[slot] = episode, observations
-        numbers[slot] = started
+        numbers[slot], began[slot] = started, time.monotonic()
         started += 1
 
     for slot in range(min(len(envs), num_episodes)):
@@ -131,6 +137,8 @@ def multi_agent_rollout(envs: Sequence[MultiAgentEnv], policies: Mapping[ModuleI
                                  terminateds=terminateds, truncateds=truncateds,
                                  extra_model_outputs=extras[slot])
             last_observations[slot] = observations
+            if not episode.is_done:
+                limits.check_time(env, began[slot], len(episode), numbers[slot])
             if episode.is_done:
                 del running[slot]
                 yield episode.to_numpy()

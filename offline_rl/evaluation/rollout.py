@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from offline_rl.episodes.episode import SingleAgentEpisode
+from offline_rl.errors import ConfigError, EnvError, OfflineRLError
 from offline_rl.evaluation.env_limits import EpisodeLimits, env_reset, env_step
 
 EnvSpec = str | Callable[[dict], gym.Env]
@@ -35,9 +36,18 @@ def make_env(env: EnvSpec, env_config: dict[str, Any] | None = None) -> gym.Env:
     """
     if isinstance(env, str):
         return gym.make(env, **(env_config or {}))
-    created = env(env_config or {})
+    name = getattr(env, "__qualname__", type(env).__qualname__)
+    try:
+        created = env(env_config or {})
+    except OfflineRLError:
+        raise
+    except Exception as error:
+        raise EnvError(f"the env creator {name}(env_config={env_config or {}!r}) raised "
+                       f"{type(error).__name__}: {error}; fix the creator or its env_config (the "
+                       "error is this one's cause)") from error
     if not isinstance(created, gym.Env):
-        raise TypeError(f"the env creator returned {type(created).__name__}, not a gymnasium.Env")
+        raise ConfigError(f"the env creator {name} returned {type(created).__name__}, not a "
+                          "gymnasium.Env; return the env itself")
     return created
 
 
