@@ -202,8 +202,10 @@ def sample_batch_columns(row: Mapping[str, Any], where: str) -> dict[str, np.nda
         raise DataFormatError(f"{where}: SampleBatch fields have different lengths: {uneven} "
                               f"vs {size} actions")
     infos = row.get(Columns.INFOS)
-    if infos is not None and not (isinstance(infos, list) and len(infos) == size):
-        count = f"{len(infos)} values" if isinstance(infos, list) else f"a {type(infos).__name__}"
+    if infos is not None and not (isinstance(infos, list | tuple | np.ndarray)
+                                  and len(infos) == size):
+        count = (f"{len(infos)} values" if isinstance(infos, list | tuple | np.ndarray)
+                 else f"a {type(infos).__name__}")
         raise DataFormatError(f"{where}: SampleBatch field 'infos' holds {count} for {size} "
                               "actions; it needs a list of one info (a dict) per step, or leave "
                               "it out")
