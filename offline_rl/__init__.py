@@ -26,11 +26,14 @@ from offline_rl.names import (
     COMPONENT_LEARNER_GROUP,
     COMPONENT_RL_MODULE,
     DEFAULT_MODULE_ID,
+    DEFAULT_POLICY_ID,
     ENV_RUNNER_RESULTS,
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
+    INPUT_ENV_SPACES,
     ModuleID,
 )
+from offline_rl.nested_keys import flatten_dict, unflatten_dict
 
 __version__ = "0.1.0"
 
@@ -77,12 +80,16 @@ __all__ = [
     "COMPONENT_LEARNER_GROUP",
     "COMPONENT_RL_MODULE",
     "DEFAULT_MODULE_ID",
+    "DEFAULT_POLICY_ID",
     "ENV_RUNNER_RESULTS",
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
+    "INPUT_ENV_SPACES",
     "SCHEMA",
     "ModuleID",
     "Columns",
+    "flatten_dict",
+    "unflatten_dict",
     *_LAZY,
 ]
 

@@ -31,3 +31,8 @@ ALL_MODULES = "__all_modules__"
 COMPONENT_LEARNER_GROUP = "learner_group"
 COMPONENT_LEARNER = "learner"
 COMPONENT_RL_MODULE = "rl_module"
+#: RLlib's old name of ``DEFAULT_MODULE_ID`` (``ray.rllib.policy.sample_batch``).
+DEFAULT_POLICY_ID = DEFAULT_MODULE_ID
+#: The key of the env's own spaces in ``OfflineData.spaces`` (``ray.rllib.env``), beside one
+#: key per module.
+INPUT_ENV_SPACES = "__env__"

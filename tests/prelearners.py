@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from offline_rl import OfflinePreLearner
+from offline_rl import DEFAULT_MODULE_ID, OfflinePreLearner, flatten_dict, unflatten_dict
 
 
 class NegatedRewards(OfflinePreLearner):
     """Maps rows as usual, then negates the rewards."""
 
     def __call__(self, batch):
-        columns = super().__call__(batch)
+        columns = unflatten_dict(super().__call__(batch))[DEFAULT_MODULE_ID]
         columns["rewards"] = -columns["rewards"]
-        return columns
+        return flatten_dict({DEFAULT_MODULE_ID: columns})
 
 
 class DiesOnce(OfflinePreLearner):
@@ -44,7 +44,7 @@ class ReportsImports(OfflinePreLearner):
 
         import numpy as np
 
-        columns = super().__call__(batch)
+        columns = unflatten_dict(super().__call__(batch))[DEFAULT_MODULE_ID]
         heavy = "torch" in sys.modules or "offline_rl.algorithms.algorithm" in sys.modules
         columns["heavy_imports"] = np.full(len(columns["obs"]), heavy)
         return columns
@@ -54,7 +54,7 @@ class WideRewards(OfflinePreLearner):
     """Returns rewards of shape (batch, 1): the learners must refuse them."""
 
     def __call__(self, batch):
-        columns = super().__call__(batch)
+        columns = unflatten_dict(super().__call__(batch))[DEFAULT_MODULE_ID]
         return {**columns, "rewards": columns["rewards"][:, None]}
 
 

@@ -26,6 +26,7 @@ from offline_rl import (
     SingleAgentEpisode,
 )
 from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.offline_data import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
@@ -371,7 +372,7 @@ def test_the_same_episode_read_by_two_actors_is_counted_once(ray_session, tmp_pa
                                  len_lookback_buffer=0)
     item = pack_episode_state(episode.get_state())
     first, second = (OfflinePreLearner(config, SPACES, ledger=book) for _ in range(2))
-    assert len(first(pa.table({"item": [item], "path": ["a.parquet"]}))["obs"]) == 8
+    assert len(train_columns(first(pa.table({"item": [item], "path": ["a.parquet"]})))["obs"]) == 8
     assert second(pa.table({"item": [item], "path": ["b.parquet"]})) == {}
     assert book.totals() == {"duplicate_episodes": 1}
     book.close()

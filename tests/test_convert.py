@@ -18,6 +18,7 @@ import pytest
 
 from offline_rl import BCConfig, OfflinePreLearner
 from offline_rl.compression import pack_array
+from offline_rl.data.call_output import train_columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError, OutputError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
@@ -104,7 +105,7 @@ def test_rllib_tabular_recording_becomes_its_episodes(ray_session, tmp_path):
     # inspection sees the same episodes.
     config = (BCConfig().environment("CartPole-v1").training(train_batch_size_per_learner=32)
               .offline_data(input_=str(output), input_read_episodes=True).debugging(seed=0))
-    batch = OfflinePreLearner(config, SPACES)(pq.read_table(summary["files"][0]))
+    batch = train_columns(OfflinePreLearner(config, SPACES)(pq.read_table(summary["files"][0])))
     assert batch["obs"].shape[1:] == (4,) and len(batch["actions"]) >= 32
     inspected = inspect_dataset(str(output))
     assert (inspected["format"], inspected["episodes"], inspected["steps"]) == (

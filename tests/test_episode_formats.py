@@ -14,6 +14,7 @@ import pytest
 from connectors import default_learner_pipeline
 from offline_rl import BCConfig, EpisodeReplayBuffer, OfflineData, OfflinePreLearner
 from offline_rl.codec import pack_episode_state
+from offline_rl.data.call_output import train_columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
@@ -103,9 +104,9 @@ def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp
     config = episodes_config(tmp_path)
     prelearner = OfflinePreLearner(config, SPACES, ledger=book)
     episodes = [make_episode(f"e{i}", 40) for i in range(5)]
-    batch = prelearner(episodes_table([*episodes, episodes[0]]))
+    batch = train_columns(prelearner(episodes_table([*episodes, episodes[0]])))
     assert len(batch["obs"]) == 192  # 200 new timesteps -> 3 batches of 64
-    again = prelearner(episodes_table(episodes[1:2]))
+    again = train_columns(prelearner(episodes_table(episodes[1:2])))
     assert len(again["obs"]) == 64
     assert book.totals() == {"duplicate_episodes": 2}
     assert set(np.unique(batch["obs"][:, 1])) <= set(range(40))
@@ -124,7 +125,7 @@ def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_pat
                                                   r"input_nonfinite='drop'"):
             prelearner(table)
         return
-    assert len(prelearner(table)["obs"]) == 64
+    assert len(train_columns(prelearner(table))["obs"]) == 64
     assert book.totals() == {"nonfinite_episodes": 1}
 
 
@@ -151,7 +152,7 @@ def test_an_unfinished_episode_trains_as_a_chunk_and_is_counted(ray_session, tmp
 
     book = open_book()
     prelearner = OfflinePreLearner(episodes_config(tmp_path), SPACES, ledger=book)
-    batch = prelearner(episodes_table([make_episode("cut", 70, done=False)]))
+    batch = train_columns(prelearner(episodes_table([make_episode("cut", 70, done=False)])))
     assert len(batch["obs"]) == 64 and not batch["terminateds"].any()
     assert book.totals() == {"unfinished_episodes": 1}
 

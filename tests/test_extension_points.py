@@ -263,7 +263,7 @@ def test_a_custom_buffer_written_to_the_documented_interface_is_used(tmp_path):
     assert isinstance(prelearner.episode_buffer, WholeEpisodeBuffer)
     assert isinstance(prelearner.episode_buffer, EpisodeBuffer)
     episodes = [make_episode(f"e{i}", steps) for i, steps in enumerate([30, 50, 70])]
-    batch = prelearner(episodes_table(episodes))
+    batch = train_columns(prelearner(episodes_table(episodes)))
     assert len(batch["obs"]) % 64 == 0 and len(batch["obs"]) >= 64
     assert prelearner.episode_buffer.get_num_timesteps() == 150
 
@@ -281,6 +281,7 @@ def test_batch_pieces_run_after_the_episode_stage_on_either_path(cartpole_data):
     episodic = OfflinePreLearner(config.copy().training(
         learner_connector=lambda obs_space, act_space: [ScaleRewards(factor=0.5),
                                                         CountEpisodeSteps()]), SPACES)(rows)
+    fast, episodic = train_columns(fast), train_columns(episodic)
     for batch in (fast, episodic):
         assert batch["rewards"].tolist() == [0.5, 1.0, 1.5]
         assert batch["scaled_flat_batch"].all()  # it was given the built batch, no episodes

@@ -12,6 +12,7 @@ import torch
 
 from offline_rl import DiscreteCQLConfig, IQLConfig, OfflinePreLearner
 from offline_rl.algorithms.td_target import td_target
+from offline_rl.data.call_output import train_columns
 from offline_rl.errors import ConfigError
 
 EPISODES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"
@@ -45,7 +46,7 @@ def test_prelearners_sample_n_step_transitions_of_the_episodes():
               .training(n_step=3, gamma=0.5, train_batch_size_per_learner=256)
               .offline_data(input_=str(EPISODES), input_read_episodes=True).debugging(seed=0))
     table = pq.read_table(sorted(EPISODES.rglob("*.parquet"))[0])
-    batch = OfflinePreLearner(config, SPACES)(table)
+    batch = train_columns(OfflinePreLearner(config, SPACES)(table))
     steps = batch["n_step"]
     assert set(np.unique(steps)) <= {1, 2, 3} and (steps == 3).mean() > 0.5
     # CartPole pays 1 per step: an n-step reward is the discounted count of the steps.

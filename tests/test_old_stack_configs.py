@@ -21,6 +21,7 @@ from offline_rl import AlgorithmConfig, BCConfig, OfflinePreLearner
 from offline_rl.algorithms import get_algorithm_config_class, registered_algorithms
 from offline_rl.algorithms.flat_config import OLD_STACK_KEYS
 from offline_rl.cli import main
+from offline_rl.data.call_output import train_columns
 from offline_rl.errors import ConfigError
 
 SAMPLE_BATCH_JSON = Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json"
@@ -194,7 +195,7 @@ def test_actions_recorded_normalized_are_unsquashed_onto_the_box():
     rows = pa.table({"obs": [[0.0], [0.0]], "new_obs": [[0.1], [0.1]], "actions": [[-1.0], [0.5]],
                      "rewards": [1.0, 1.0], "terminateds": [False, True]})
     config = BCConfig().offline_data(input_actions_normalized=True)
-    actions = OfflinePreLearner(config, spaces)(rows)["actions"]
+    actions = train_columns(OfflinePreLearner(config, spaces)(rows))["actions"]
     np.testing.assert_allclose(actions.ravel(), [0.0, 7.5])
     with pytest.raises(ConfigError, match=r"unsquashes Box actions, but the action space is "
                                           r"Discrete\(2\)"):

@@ -22,6 +22,7 @@ from ray.data.extensions import ArrowTensorArray
 from offline_rl import BCConfig, OfflinePreLearner, SingleAgentEpisode
 from offline_rl.algorithms.iql import IQLConfig
 from offline_rl.codec import pack_episode_state
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.input_reader import check_parquet_columns
 from offline_rl.errors import DataFormatError, TrainingError
 from offline_rl.formats import parquet_footer
@@ -128,8 +129,8 @@ def test_an_episode_recorded_with_another_discrete_space_is_refused(ray_session,
 
 def test_episodes_and_sample_batches_get_the_same_shape_rule(tmp_path):
     stored = episode(np.array([[0], [1], [1], [0]]), np.ones((4, 1)))
-    batch = OfflinePreLearner(episodes_config(tmp_path, 4), SPACES)(
-        pa.table({"item": [pack_episode_state(stored.get_state())]}))
+    batch = train_columns(OfflinePreLearner(episodes_config(tmp_path, 4), SPACES)(
+        pa.table({"item": [pack_episode_state(stored.get_state())]})))
     assert batch["actions"].shape == batch["rewards"].shape == (4,)
     sample_batch = {"type": "SampleBatch", "eps_id": [1, 1], "obs": [[0.0] * 4] * 2,
                     "new_obs": [[0.0] * 4] * 2, "actions": [0, 1], "rewards": [[1.0, 0.0]] * 2,

@@ -12,6 +12,7 @@ import pytest
 
 from connectors import default_learner_pipeline
 from offline_rl.columns import SCHEMA
+from offline_rl.data.call_output import train_columns
 from offline_rl.data.prelearner import EPISODE_BOOKKEEPING
 from offline_rl.formats.tabular import (
     DataFormatError,
@@ -92,7 +93,7 @@ def test_the_seeds_external_expert_schema_with_done(tmp_path):
         input_=[str(tmp_path)],
         input_read_schema={Columns.OBS: "o_t", Columns.ACTIONS: "a_t", Columns.REWARDS: "r_t",
                            Columns.NEXT_OBS: "o_tp1", Columns.INFOS: "i_t", "done": "d_t"})
-    batch = OfflinePreLearner(config, (CARTPOLE_OBS, gym.spaces.Discrete(2)))(table)
+    batch = train_columns(OfflinePreLearner(config, (CARTPOLE_OBS, gym.spaces.Discrete(2)))(table))
     assert batch["terminateds"].tolist() == [False, True]
     assert batch["truncateds"].tolist() == [False, False]
     assert batch["logprobs_t"].tolist() == [-0.1, -0.2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -118,6 +119,23 @@ class AlgorithmConfig(FlatAccess):
         ``"STRICT_SPREAD"``)."""
         return self._set(self.sections.learners, locals())
 
+    def api_stack(self, enable_rl_module_and_learner: bool | None = NotProvided,
+                  enable_env_runner_and_connector_v2: bool | None = NotProvided
+                  ) -> AlgorithmConfig:
+        """RLlib's choice of API stack: offline-rl has only the new one (RLModules, Learners,
+        EnvRunners and ConnectorV2), so ``True`` (or unset) keeps it and ``False`` is a
+        ``ConfigError`` saying so."""
+        for name, value in (("enable_rl_module_and_learner", enable_rl_module_and_learner),
+                            ("enable_env_runner_and_connector_v2",
+                             enable_env_runner_and_connector_v2)):
+            if value is not NotProvided and value is not None and value is not True:
+                raise ConfigError(
+                    f"api_stack({name}={value!r}): offline-rl has RLlib's new API stack only "
+                    "(RLModules, Learners, EnvRunners, ConnectorV2); drop the api_stack() call "
+                    "or set it True. Old-stack configs (flat keys) are read with "
+                    "AlgorithmConfig.from_dict and translated")
+        return self
+
     def resources(self, *, num_cpus_for_main_process: float | str = NotProvided
                   ) -> AlgorithmConfig:
         """CPUs the algorithm's own process reserves as a Ray Tune trial ("auto": see trainable)."""
@@ -154,6 +172,7 @@ class AlgorithmConfig(FlatAccess):
                      input_obs_bounds: str = NotProvided,
                      input_action_bounds: str = NotProvided,
                      input_actions_normalized: bool = NotProvided,
+                     ignore_final_observation: bool = NotProvided,
                      materialize_data: bool = NotProvided,
                      materialize_mapped_data: bool = NotProvided,
                      map_batches_kwargs: dict[str, Any] = NotProvided,
@@ -163,6 +182,8 @@ class AlgorithmConfig(FlatAccess):
                      prelearner_buffer_kwargs: dict[str, Any] = NotProvided,
                      prelearner_kwargs: dict[str, Any] = NotProvided,
                      prelearner_module_synch_period: int = NotProvided,
+                     prelearner_use_recorded_module_states: bool = NotProvided,
+                     offline_sampling: bool = NotProvided,
                      offline_data_class: type | str | None = NotProvided,
                      dataset_num_iters_per_learner: int | None = NotProvided,
                      output: str | Callable[..., Any] | None = NotProvided,
@@ -170,18 +191,33 @@ class AlgorithmConfig(FlatAccess):
                      output_compress_columns: list[str] = NotProvided,
                      output_max_file_size: int = NotProvided,
                      output_max_rows_per_file: int | None = NotProvided,
+                     output_write_remaining_data: bool = NotProvided,
                      output_write_method: str = NotProvided,
                      output_write_method_kwargs: dict[str, Any] = NotProvided,
                      output_filesystem: Any = NotProvided,
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided,
-                     output_write_sample_batches: bool = NotProvided) -> AlgorithmConfig:
+                     output_write_sample_batches: bool = NotProvided,
+                     actions_in_input_normalized: bool = NotProvided,
+                     postprocess_inputs: bool = NotProvided,
+                     shuffle_buffer_size: int = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped, iterated and written, with RLlib's
         Input/Output API names and a few of offline-rl's own (what to do with non-finite or
         out-of-bounds values); each option is documented on ``OfflineDataConfig``. ``input_``
         and ``output`` may also be creators of ``InputReader``s and ``OutputWriter``s (RLlib's
-        old stack; see ``offline_rl.data.custom_input``)."""
-        return self._set(self.sections.offline_data, locals())
+        old stack; see ``offline_rl.data.custom_input``). RLlib's old-stack keywords
+        (``actions_in_input_normalized``, ``postprocess_inputs``, ``shuffle_buffer_size``) are
+        checked and translated as the old stack's keys are (``flat_config``)."""
+        old_stack = {name: value for name, value in (
+            ("actions_in_input_normalized", actions_in_input_normalized),
+            ("postprocess_inputs", postprocess_inputs),
+            ("shuffle_buffer_size", shuffle_buffer_size)) if value is not NotProvided}
+        self._set(self.sections.offline_data, locals())
+        if old_stack:
+            with warnings.catch_warnings():  # the keywords are RLlib 2.60's own: no warning
+                warnings.simplefilter("ignore")
+                update_config(self, old_stack)
+        return self
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
                    evaluation_duration: int = NotProvided,
@@ -329,6 +365,21 @@ class AlgorithmConfig(FlatAccess):
         elif not isinstance(spec.model_config, DefaultModelConfig):
             spec.model_config = DefaultModelConfig.from_dict(spec.model_config)
         return spec
+
+    def input_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
+        """The data's spaces: ``environment``'s ``observation_space``/``action_space``, else
+        the env's (made, read and closed); ``None`` for what neither gives."""
+        environment = self.sections.environment
+        spaces = environment.observation_space, environment.action_space
+        if None in spaces and environment.env is not None:
+            from offline_rl.evaluation.rollout import make_env
+
+            env = make_env(environment.env, environment.env_config)
+            try:
+                spaces = (spaces[0] or env.observation_space, spaces[1] or env.action_space)
+            finally:
+                env.close()
+        return spaces
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
                                 input_action_space: gym.Space | None,

@@ -23,7 +23,7 @@ from offline_rl.errors import ConfigError, ResourceError, TrainingError
 from offline_rl.formats.shapes import row_shape
 from offline_rl.models.optimizers import adam
 from offline_rl.models.rl_module_spec import RLModuleSpec
-from offline_rl.names import DEFAULT_MODULE_ID
+from offline_rl.names import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
 from offline_rl.settings.learning_rates import LearningRate, is_schedule
 
 #: The name of the optimizer of a learner that has one.
@@ -362,8 +362,21 @@ class Learner:
             norms[f"{prefix}gradients_global_norm"] = norm.detach()
         return norms
 
-    def get_state(self) -> dict[str, Any]:
-        """Module weights (target networks included) and each optimizer's state."""
+    def get_state(self, components: str | list[str] | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+        """Module weights (target networks included) and each optimizer's state.
+
+        With ``components`` (or RLlib's ``component=``) naming ``COMPONENT_RL_MODULE``, RLlib's
+        form of the module's state instead, as RLlib's scripts read it:
+        ``{"rl_module": {module_id: weights}}``."""
+        wanted = components if components is not None else kwargs.get("component")
+        if wanted is not None:
+            names = [wanted] if isinstance(wanted, str) else list(wanted)
+            unknown = sorted(set(names) - {COMPONENT_RL_MODULE})
+            if unknown:
+                raise ConfigError(f"Learner.get_state: unknown component(s) {unknown}; the "
+                                  f"learner's component is {COMPONENT_RL_MODULE!r}")
+            return {COMPONENT_RL_MODULE: {DEFAULT_MODULE_ID: self.module.state_dict()}}
         return {"module": self.module.state_dict(),
                 "optimizers": {name: optimizer.state_dict()
                                for name, optimizer in self.optimizers.items()}}

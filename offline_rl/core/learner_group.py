@@ -76,6 +76,7 @@ class LearnerGroup:
             offline_data.start(reserved_cpus=reserved_cpus)
             self._local = LearnerWorker(config)
             self._local.attach(offline_data)
+            offline_data.learner_handles = [self._local.learner]
         else:
             self._module = module_spec.build()
             try:
@@ -120,8 +121,10 @@ class LearnerGroup:
             for rank in range(n)
         ]
         self.offline_data.build(reserved_cpus=n * cpus + reserved_cpus, num_shards=n)
+        self.offline_data.learner_handles = list(self._actors)
+        self.offline_data.locality_hints = self._call_all("node_id")
         shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
-                              locality_hints=self._call_all("node_id"))
+                              locality_hints=self.offline_data.locality_hints)
         repeated = self.offline_data.repeats_epochs
         self._wait([actor.attach.remote(shard, repeated_epochs=repeated)
                     for actor, shard in zip(self._actors, shards)])

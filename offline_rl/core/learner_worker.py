@@ -184,9 +184,11 @@ class LearnerWorker:
         """The module's weights as CPU numpy arrays."""
         return numpy_state(self.learner.module)
 
-    def get_state(self) -> dict[str, Any]:
-        """Module and optimizer state, on the CPU."""
-        return _to_cpu(self.learner.get_state())
+    def get_state(self, components: str | list[str] | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+        """Module and optimizer state (or the ``components`` asked: see
+        ``Learner.get_state``), on the CPU."""
+        return _to_cpu(self.learner.get_state(components, **kwargs))
 
     def set_state(self, state: dict[str, Any], num_steps: int) -> None:
         """Restores ``get_state``'s state (or just its ``module``) and the step count."""

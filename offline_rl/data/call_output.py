@@ -29,15 +29,18 @@ from ray.data.extensions import ArrowTensorArray
 from offline_rl.episodes.sample_batch import MultiAgentBatch
 from offline_rl.errors import ConfigError
 from offline_rl.names import DEFAULT_MODULE_ID
+from offline_rl.nested_keys import DELIMITER
 
 
 def train_columns(output: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``output`` as it is when it is flat columns; the one module's columns, as numpy (torch
-    tensors converted), when it is ``{"batch": MultiAgentBatch}``. A ``MultiAgentBatch`` of
-    other modules than ``DEFAULT_MODULE_ID`` raises ``ConfigError`` naming them."""
+    """``output`` as it is when it is flat columns; the module's columns when it is RLlib's
+    ``flatten_dict`` of them (``{"<module id>/<column>": ...}``, as ``OfflinePreLearner``
+    returns them); the one module's columns, as numpy (torch tensors converted), when it is
+    ``{"batch": MultiAgentBatch}``. A ``MultiAgentBatch`` of other modules than
+    ``DEFAULT_MODULE_ID`` raises ``ConfigError`` naming them."""
     batch = output.get("batch") if len(output) == 1 else None
     if not isinstance(batch, MultiAgentBatch):
-        return output
+        return _one_module(output)
     modules = sorted(batch.policy_batches)
     if modules != [DEFAULT_MODULE_ID]:
         raise ConfigError(
@@ -46,6 +49,23 @@ def train_columns(output: Mapping[str, Any]) -> Mapping[str, Any]:
             "not supported yet): return a MultiAgentBatch of that module only, or its columns")
     return {column: _as_numpy(value)
             for column, value in batch.policy_batches[DEFAULT_MODULE_ID].items()}
+
+
+def _one_module(output: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The columns of flat keys ``"<module id>/<column>"`` of one module, without the module's
+    id; ``output`` itself when its keys are not all of one module.
+
+    Examples:
+        >>> _one_module({"m/obs": 1, "m/actions": 2})
+        {'obs': 1, 'actions': 2}
+        >>> _one_module({"obs": 1})
+        {'obs': 1}
+    """
+    modules = {str(key).partition(DELIMITER)[0] if DELIMITER in str(key) else None
+               for key in output}
+    if len(modules) != 1 or None in modules:
+        return output
+    return {str(key).partition(DELIMITER)[2]: value for key, value in output.items()}
 
 
 def _as_numpy(value: Any) -> Any:

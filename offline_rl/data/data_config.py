@@ -134,6 +134,20 @@ def with_agent_filter(read_kwargs: dict[str, Any], agent_column: str,
     return {**read_kwargs, "filter": keep if given is None else given & keep}
 
 
+def input_spaces(config: object, spaces: tuple[gym.Space | None, gym.Space | None] | None
+                 ) -> tuple[gym.Space | None, gym.Space | None]:
+    """``spaces`` when given; else those of ``config``: a ``DataConfig``'s module spec's, an
+    algorithm's config's ``input_spaces()`` (its environment's, or its env's); ``(None, None)``
+    when it has none (as RLlib's ``OfflineData(config)`` and ``OfflinePreLearner(config=...)``
+    are built)."""
+    if spaces is not None:
+        return tuple(spaces)
+    if isinstance(config, DataConfig):
+        spec = config.rl_module_spec
+        return (None, None) if spec is None else (spec.observation_space, spec.action_space)
+    return config.input_spaces()
+
+
 def as_data_config(config: object, spaces: tuple[gym.Space, gym.Space]) -> DataConfig:
     """``config`` itself when it is a ``DataConfig``; else an algorithm's config (as RLlib's
     PreLearners and ``OfflineData`` take), whose ``data_config(spaces)`` is used."""

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from offline_rl.columns import Columns
 from offline_rl.data.data_config import DataConfig
 from offline_rl.data.learner_stages import LearnerStages
 from offline_rl.episodes.episode import SingleAgentEpisode
@@ -85,8 +86,8 @@ class EpisodeSampler:
         if not count:
             return []
         transitions = self.buffer.transitions()
-        return [self.stages.from_columns(transitions.take(
-            self.buffer.sample_timesteps(num_rows), self.n_step, self.gamma))
+        return [with_n_step(self.stages.from_columns(transitions.take(
+            self.buffer.sample_timesteps(num_rows), self.n_step, self.gamma)))
             for _ in range(count)]
 
     def _draw_episodes(self, count: int, num_rows: int) -> list[dict[str, np.ndarray]]:
@@ -95,6 +96,14 @@ class EpisodeSampler:
         used)."""
         n_step_kwargs = ({"n_step": self.n_step, "gamma": self.gamma} if self.n_step > 1
                          else {})
-        return [self.stages.from_episodes(self.buffer.sample(num_items=num_rows,
-                                                             **n_step_kwargs))
+        return [with_n_step(self.stages.from_episodes(self.buffer.sample(num_items=num_rows,
+                                                                         **n_step_kwargs)))
                 for _ in range(count)]
+
+
+def with_n_step(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``batch`` with the steps each transition spans (``n_step``; 1 where the draw did not
+    say), as RLlib's episode buffers give every transition they sample."""
+    if Columns.N_STEP in batch or Columns.ACTIONS not in batch:
+        return batch
+    return {**batch, Columns.N_STEP: np.ones(len(batch[Columns.ACTIONS]), np.int64)}

@@ -104,7 +104,7 @@ class MixedData(OfflineData):
 
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
         self.config = config = as_data_config(config, spaces)
-        self.spaces = spaces
+        self.input_spaces = spaces
         input_ = config.offline_data.input_
         sources, _ = weighted_sources(input_)
         offline = sum(source.weight for source in sources)
@@ -119,6 +119,7 @@ class MixedData(OfflineData):
         self.skipped_files = [skipped for source in self.sources
                               for skipped in source.skipped_files]
         self.data = self.dataset = self.stream = self.module_weights = None
+        self._read_data = self._pool_kwargs = self.learner_handles = self.locality_hints = None
         self.shards = []
         self._num_shards = 1
 
@@ -131,7 +132,7 @@ class MixedData(OfflineData):
                 options.map_batches_kwargs,
                 changes.get("input_read_method_kwargs", options.input_read_method_kwargs), count))
         try:
-            return OfflineData(self.config.with_data_options(**changes), self.spaces)
+            return OfflineData(self.config.with_data_options(**changes), self.input_spaces)
         except OfflineRLError as error:
             raise type(error)(f"source {source.name!r}: {error}") from None
 

@@ -19,7 +19,7 @@ from ray.data.dataset import MaterializedDataset
 
 from offline_rl.data.actors import kill_actors, kill_split_coordinators, wait_for_cpus
 from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamPosition, StreamStats
-from offline_rl.data.data_config import DataConfig, as_data_config
+from offline_rl.data.data_config import DataConfig, as_data_config, input_spaces
 from offline_rl.data.data_ledger import LedgerBook, open_book
 from offline_rl.data.episode_admission import PATH_COLUMN
 from offline_rl.data.input_locator import naming_damaged_files
@@ -33,6 +33,8 @@ from offline_rl.data.repeated_epochs import EpochsPreLearner, plan_epochs
 from offline_rl.data.resources import prelearner_pool_kwargs
 from offline_rl.data.stoppable_executions import materialize, stoppable
 from offline_rl.errors import ConfigError, DataFormatError, surface_errors
+from offline_rl.models.multi_rl_module import MultiRLModuleSpec
+from offline_rl.names import DEFAULT_MODULE_ID, INPUT_ENV_SPACES
 from offline_rl.placement import (
     available_cpus,
     keep_ray_data_in_placement_group,
@@ -81,10 +83,14 @@ class OfflineData:
         >>> data.stop()
     """
 
-    def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
+    def __init__(self, config: DataConfig | Any,
+                 spaces: tuple[gym.Space | None, gym.Space | None] | None = None):
+        spaces = input_spaces(config, spaces)
         self.config = config = as_data_config(config, spaces)
         options = config.offline_data
-        self.spaces = spaces
+        #: The data's observation and action spaces (``(None, None)`` when neither the config
+        #: nor its env gives them: the input is then read, but not mapped).
+        self.input_spaces = spaces
         checked = check_input(config, spaces[0])
         self.filesystem, self.paths = checked.filesystem, checked.paths
         #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
@@ -95,7 +101,8 @@ class OfflineData:
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         self.batch_size = config.training.train_batch_size_per_learner
         self.needs_module = config.build_learner_connector(*spaces).needs_module
-        if options.input_read_method == "read_parquet" and not options.input_read_sample_batches:
+        if (options.input_read_method == "read_parquet" and not options.input_read_sample_batches
+                and self.has_spaces):
             self._check_first_rows()
         if self.needs_module and options.materialize_mapped_data:
             raise ConfigError(
@@ -106,10 +113,16 @@ class OfflineData:
         if config.sampler_weight:
             check_online_rows_can_be_built(self.needs_module, self.prelearner_class)
         self.module_weights: ray.actor.ActorHandle | None = None
-        #: The input as read, before the PreLearners: ``None`` reads it with
-        #: ``input_read_method`` when the pipeline is built; a subclass's ``__init__`` may set
-        #: its own (lazy) dataset here instead, as RLlib's ``OfflineData.data``.
-        self.data: ray.data.Dataset | None = None
+        #: The dataset a subclass's ``__init__`` set as ``data`` (``None``: the input is read
+        #: with ``input_read_method``).
+        self._given_data: ray.data.Dataset | None = None
+        self._read_data: ray.data.Dataset | None = None
+        #: What RLlib's ``Algorithm`` gives its ``OfflineData``: the learners (the local
+        #: ``Learner``, or the remote learners' actor handles) and the remote learners' nodes.
+        self.learner_handles: list[Any] | None = None
+        self.locality_hints: list[str] | None = None
+        #: The PreLearner pool's ``map_batches`` keywords, once sized (``_prepare``).
+        self._pool_kwargs: dict[str, Any] | None = None
         self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
         self.stream: BatchStream | None = None
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
@@ -130,6 +143,80 @@ class OfflineData:
         seed = config.debugging.seed
         self._plan_seed = seed if seed is not None else secrets.randbits(63)
 
+    @property
+    def data(self) -> ray.data.Dataset:
+        """The input as read, before the PreLearners (RLlib's ``OfflineData.data``): read with
+        ``input_read_method`` on first use (lazily, as Ray Data reads), unless a subclass's
+        ``__init__`` set its own dataset here."""
+        if self._given_data is not None:
+            return self._given_data
+        if self._read_data is None:
+            self._read_data = read_input(self._read_config())
+        return self._read_data
+
+    @data.setter
+    def data(self, dataset: ray.data.Dataset | None) -> None:
+        self._given_data = dataset
+
+    @property
+    def has_spaces(self) -> bool:
+        """Whether the data's spaces are known (needed to map it)."""
+        return None not in self.input_spaces
+
+    @property
+    def spaces(self) -> dict[str, tuple[gym.Space | None, gym.Space | None]]:
+        """RLlib's ``OfflineData.spaces``: the env's spaces under ``INPUT_ENV_SPACES`` and the
+        module's under its id (the same here: the data's)."""
+        return {INPUT_ENV_SPACES: self.input_spaces, DEFAULT_MODULE_ID: self.input_spaces}
+
+    @property
+    def module_spec(self) -> MultiRLModuleSpec | None:
+        """The learners' module spec, as RLlib gives it to PreLearners (a
+        ``MultiRLModuleSpec``)."""
+        return self.config.module_spec()
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether this pipeline feeds one module of a multi-agent config."""
+        return self.config.module_id is not None
+
+    @property
+    def path(self) -> str | list[str]:
+        """``input_`` as configured (RLlib's ``OfflineData.path``); ``paths`` are its files."""
+        return self.config.offline_data.input_
+
+    @property
+    def map_batches_kwargs(self) -> dict[str, Any]:
+        """The PreLearners' ``map_batches`` keywords: the defaults, updated by
+        ``offline_data(map_batches_kwargs=...)`` (as sized for the cluster once started)."""
+        if self._pool_kwargs is not None:
+            return dict(self._pool_kwargs)
+        return {
+            **self.default_map_batches_kwargs, **self.config.offline_data.map_batches_kwargs}
+
+    @property
+    def iter_batches_kwargs(self) -> dict[str, Any]:
+        """The learners' ``iter_batches`` keywords: the defaults, updated by
+        ``offline_data(iter_batches_kwargs=...)``."""
+        return {**self.default_iter_batches_kwargs,
+                **self.config.offline_data.iter_batches_kwargs}
+
+    @property
+    def default_map_batches_kwargs(self) -> dict[str, Any]:
+        """``map_batches`` keywords before ``map_batches_kwargs``: offline-rl sizes the pool for
+        the cluster when it starts (``prelearner_pool_kwargs``)."""
+        return {"zero_copy_batch": True}
+
+    @property
+    def default_iter_batches_kwargs(self) -> dict[str, Any]:
+        """``iter_batches`` keywords before ``iter_batches_kwargs`` (RLlib's default)."""
+        return {"prefetch_batches": 2}
+
+    @property
+    def default_read_method_kwargs(self) -> dict[str, Any]:
+        """The read method's keywords before ``input_read_method_kwargs``."""
+        return {}
+
     def _check_first_rows(self) -> None:
         """Maps the first rows of the first file through a PreLearner in this process, so that
         common data errors (types, shapes, spaces, NaN) fail in a second, before any Ray work,
@@ -148,7 +235,7 @@ class OfflineData:
         if self.reads_episodes:
             table = table.append_column(PATH_COLUMN, pa.array([file] * table.num_rows))
         prelearner = self.prelearner_class(
-            config=self.config, spaces=self.spaces, source=f"the first rows of {file}",
+            config=self.config, spaces=self.input_spaces, source=f"the first rows of {file}",
             module_spec=self.config.module_spec(), **self.config.offline_data.prelearner_kwargs)
         map_in_process(prelearner, table)
 
@@ -227,6 +314,10 @@ class OfflineData:
         return self.build_mapped_dataset()
 
     def _prepare(self, reserved_cpus: float) -> None:
+        if not self.has_spaces:
+            raise ConfigError(
+                "OfflineData cannot map the input without the data's spaces: set "
+                "config.environment(env=...) or both observation_space= and action_space=")
         keep_ray_data_in_placement_group()
         self._pool_kwargs = prelearner_pool_kwargs(
             self.config.offline_data.map_batches_kwargs, usable_resources(),
@@ -250,7 +341,8 @@ class OfflineData:
                 part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
                 prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
             return self.dataset
-        source = self.data if self.data is not None else read_input(self._read_config())
+        source = (self._given_data if self._given_data is not None
+                  else read_input(self._read_config()))
         mapper, batch_format = map_batches_callable(self.prelearner_class)
         dataset = source.map_batches(
             mapper,
@@ -264,14 +356,14 @@ class OfflineData:
         return self.dataset
 
     def _prelearner_kwargs(self) -> dict[str, Any]:
-        return {"config": self.config, "spaces": self.spaces, "ledger": self._book,
+        return {"config": self.config, "spaces": self.input_spaces, "ledger": self._book,
                 "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
                 **self.config.offline_data.prelearner_kwargs}
 
     def _materialize_parts(self) -> None:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
         PreLearner call (Ray Data's ``repartition``)."""
-        source = (self.data if self.data is not None else
+        source = (self._given_data if self._given_data is not None else
                   read_input(self._read_config().with_data_options(materialize_data=False)))
         raw = materialize(source.repartition(target_num_rows_per_block=self._rows_per_call()))
         self._parts = raw.to_arrow_refs()
@@ -283,8 +375,9 @@ class OfflineData:
         """The mean and std of the observations the learners train on, computed from the
         input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
         with self.naming_damaged_files():
-            source = self.data if self.data is not None else read_input(self._read_config())
-            return observation_statistics(source, self.config, self.spaces,
+            source = (self._given_data if self._given_data is not None
+                      else read_input(self._read_config()))
+            return observation_statistics(source, self.config, self.input_spaces,
                                           self.prelearner_class, self._rows_per_call())
 
     def _rows_per_call(self) -> int:
@@ -329,7 +422,7 @@ class OfflineData:
         """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
         subclass gave, or a custom read method: their errors are left as they are)."""
         method = self.config.offline_data.input_read_method
-        if self.data is not None or not isinstance(method, str):
+        if self._given_data is not None or not isinstance(method, str):
             return nullcontext()
         return naming_damaged_files(self.paths, self.filesystem, method)
 

@@ -11,14 +11,15 @@ import numpy as np
 import pyarrow as pa
 from ray.data.block import BlockAccessor
 
-from offline_rl.columns import SCHEMA, Columns
+from offline_rl.columns import Columns
 from offline_rl.data.call_output import mapper_for, train_columns
-from offline_rl.data.data_config import DataConfig, as_data_config
+from offline_rl.data.data_config import DataConfig, as_data_config, input_spaces
 from offline_rl.data.data_ledger import LedgerBook, LedgerClient
 from offline_rl.data.episode_admission import EpisodeAdmission, decode_episodes
 from offline_rl.data.episode_sampling import EpisodeSampler
 from offline_rl.data.input_locator import RowLocator
 from offline_rl.data.learner_stages import LearnerStages
+from offline_rl.data.map_functions import map_function, takes_batch_first
 from offline_rl.data.module_weights import SyncedModule
 from offline_rl.data.tabular_rows import EPISODE_BOOKKEEPING, RowReader
 from offline_rl.data.value_policy import ValuePolicy
@@ -27,6 +28,8 @@ from offline_rl.errors import ConfigError
 from offline_rl.formats.checks import row_number
 from offline_rl.formats.episode_input import sample_batch_to_episodes
 from offline_rl.formats.tabular import resolve_schema, rows_to_episodes, rows_to_train_columns
+from offline_rl.names import DEFAULT_MODULE_ID
+from offline_rl.nested_keys import DELIMITER
 
 
 class OfflinePreLearner:
@@ -64,14 +67,17 @@ class OfflinePreLearner:
         >>> spaces = (gym.spaces.Box(-1, 1, (2,), np.float32), gym.spaces.Discrete(2))
         >>> rows = pa.table({"obs": [[0.0, 0.1]], "new_obs": [[0.2, 0.3]], "actions": [1],
         ...                  "rewards": [1.0], "terminateds": [True]})
-        >>> OfflinePreLearner(config, spaces)(rows)["new_obs"]
+        >>> OfflinePreLearner(config, spaces)(rows)["default_policy/new_obs"]
         array([[0.2, 0.3]], dtype=float32)
     """
 
-    def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space], *,
+    def __init__(self, config: DataConfig | Any,
+                 spaces: tuple[gym.Space, gym.Space] | None = None, *,
                  ledger: LedgerBook | None = None, module_weights: Any = None,
                  source: str | None = None, module_spec: Any = None, module_state: Any = None,
                  **kwargs: Any):
+        spaces = _module_spaces(module_spec) if spaces is None else spaces
+        spaces = input_spaces(config, spaces)
         self.config = config = as_data_config(config, spaces)
         #: ``prelearner_kwargs``: passed on to ``_map_to_episodes``.
         self.kwargs = kwargs
@@ -123,8 +129,12 @@ class OfflinePreLearner:
         return self._map_single_steps
 
     def __call__(self, batch: pa.Table | Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Rows (an Arrow table or a dict of numpy columns) -> train columns."""
-        return self._map_batch(as_table(batch))
+        """Rows (an Arrow table or a dict of numpy columns) -> the module's train columns, as
+        RLlib's PreLearner returns them: keyed ``"<module id>/<column>"`` (``flatten_dict`` of
+        ``{module_id: columns}``; ``unflatten_dict`` nests them again)."""
+        module = self.config.module_id or DEFAULT_MODULE_ID
+        return {f"{module}{DELIMITER}{name}": values
+                for name, values in self._map_batch(as_table(batch)).items()}
 
     def admitted_episodes(self, batch: pa.Table | Mapping[str, Any]
                           ) -> list[SingleAgentEpisode]:
@@ -139,12 +149,18 @@ class OfflinePreLearner:
         return self.sampler.sample(self.admitted_episodes(table))
 
     def _map_custom_episodes(self, table: pa.Table) -> dict[str, Any]:
-        """Tabular rows, every column, through the subclass's ``_map_to_episodes``."""
-        episodes = self._map_to_episodes(
-            False, self.rows.read_all(table), schema=self.schema, to_numpy=True,
-            input_compress_columns=self.config.offline_data.input_compress_columns,
-            observation_space=self.observation_space, action_space=self.action_space,
-            **self.kwargs)["episodes"]
+        """Tabular rows, every column, through the subclass's ``_map_to_episodes``: RLlib's
+        static form (``is_multi_agent, batch, schema, ...``) or its method (``batch, to_numpy,
+        **kwargs``, reading ``self.config``)."""
+        rows = self.rows.read_all(table)
+        if takes_batch_first(type(self)):
+            episodes = self._map_to_episodes(rows, to_numpy=True, **self.kwargs)["episodes"]
+        else:
+            episodes = self._map_to_episodes(
+                False, rows, schema=self.schema, to_numpy=True,
+                input_compress_columns=self.config.offline_data.input_compress_columns,
+                observation_space=self.observation_space, action_space=self.action_space,
+                **self.kwargs)["episodes"]
         return self._checked(self.stages.from_episodes(episodes))
 
     def _map_columns(self, table: pa.Table) -> dict[str, Any]:
@@ -178,12 +194,14 @@ class OfflinePreLearner:
         """One legacy SampleBatch row -> its episodes (override to customize)."""
         return sample_batch_to_episodes(row, where)
 
-    @staticmethod
-    def _map_sample_batch_to_episode(is_multi_agent: bool, batch: Mapping[str, Any]
+    @map_function
+    def _map_sample_batch_to_episode(self_or_class: Any, is_multi_agent: bool,
+                                     batch: Mapping[str, Any], **kwargs: Any
                                      ) -> dict[str, list[SingleAgentEpisode]]:
         """RLlib's conversion of a batch of legacy SampleBatch rows (``read_json`` ->
-        ``iter_batches``, a dict of equal-length columns) into ``{"episodes": [...]}``, as the
-        seed's conversion example calls it. Single-agent only."""
+        ``take_batch``, a dict of equal-length columns) into ``{"episodes": [...]}``, in both of
+        RLlib's forms: ``OfflinePreLearner._map_sample_batch_to_episode(False, batch)`` and a
+        PreLearner's ``_map_sample_batch_to_episode(batch)``. Single-agent only."""
         if is_multi_agent:
             raise ConfigError("offline-rl reads single-agent SampleBatches only; multi-agent "
                               "recordings are not supported")
@@ -193,22 +211,42 @@ class OfflinePreLearner:
             for episode in sample_batch_to_episodes(dict(zip(names, values)),
                                                     f"SampleBatch row {index} of the batch")]}
 
-    @classmethod
+    @map_function
     def _map_to_episodes(
-        cls,
+        self_or_class: Any,
         is_multi_agent: bool,
         batch: Mapping[str, np.ndarray],
-        schema: Mapping[str, str] = SCHEMA,
+        schema: Mapping[str, str] | None = None,
         to_numpy: bool = True,
         input_compress_columns: list[str] | None = None,
         observation_space: gym.Space | None = None,
         action_space: gym.Space | None = None,
         **kwargs: Any,
     ) -> dict[str, list[SingleAgentEpisode]]:
-        """Rows -> ``{"episodes": [...]}``, one single-step episode per row (RLlib's signature)."""
+        """Rows -> ``{"episodes": [...]}``, one single-step episode per row, in both of RLlib's
+        forms: ``OfflinePreLearner._map_to_episodes(False, batch, schema=...)`` and a
+        PreLearner's ``_map_to_episodes(batch)``, which reads its config (``input_read_schema``,
+        ``ignore_final_observation``) and spaces."""
         if is_multi_agent:
             raise ConfigError("offline-rl reads single-agent data; got is_multi_agent=True")
-        return {"episodes": rows_to_episodes(batch, schema, observation_space, action_space)}
+        if isinstance(self_or_class, OfflinePreLearner):
+            schema = schema or self_or_class.schema
+            observation_space = observation_space or self_or_class.observation_space
+            action_space = action_space or self_or_class.action_space
+            if self_or_class.config.offline_data.ignore_final_observation:
+                obs = np.asarray(batch[schema[Columns.OBS]])
+                batch = {**batch, schema[Columns.NEXT_OBS]: np.zeros_like(obs)}
+        return {"episodes": rows_to_episodes(batch, resolve_schema(schema or {}),
+                                             observation_space, action_space)}
+
+
+def _module_spaces(module_spec: Any) -> tuple[gym.Space, gym.Space] | None:
+    """The default module's spaces in RLlib's ``module_spec`` argument (a
+    ``MultiRLModuleSpec``), when it gives both; else ``None``."""
+    specs = getattr(module_spec, "rl_module_specs", None)
+    spec = specs.get(DEFAULT_MODULE_ID) if isinstance(specs, Mapping) else module_spec
+    spaces = (getattr(spec, "observation_space", None), getattr(spec, "action_space", None))
+    return None if None in spaces else spaces
 
 
 def as_table(batch: pa.Table | Mapping[str, np.ndarray]) -> pa.Table:
@@ -234,6 +272,6 @@ def map_in_process(prelearner: Any, table: pa.Table) -> Mapping[str, Any]:
     columns for a class that overrides ``__call__`` (``batch_format="numpy"``), its output as
     ``train_columns``; else Arrow."""
     if not overrides_call(type(prelearner)):
-        return prelearner(table)
+        return train_columns(prelearner(table))
     return train_columns(prelearner(BlockAccessor.for_block(table).to_numpy()))
 

@@ -64,6 +64,8 @@ class RowReader:
             compressed.add(Columns.NEXT_OBS)
         #: The columns named compressed by the config (others are recognized by their values).
         self.compressed = {schema.get(name, name) for name in compressed}
+        #: ``ignore_final_observation``: next observations are zeros, not the data's.
+        self.zero_next_observations = config.offline_data.ignore_final_observation
         #: The agents whose rows this reader takes (``None``: single-agent rows).
         self.agent_ids = config.agent_ids
 
@@ -95,6 +97,8 @@ class RowReader:
         for name in [name for name in names if name in compressed]:
             rows[name] = decompress_column(table.column(name).to_pylist(), name, self.source)
         rows = conform_row_shapes(rows, self.schema, self.spaces, self.source)
+        if self.zero_next_observations:
+            rows[self.schema[Columns.NEXT_OBS]] = np.zeros_like(rows[self.schema[Columns.OBS]])
         self.ledger.note_episodes(*episode_ends(table, rows, self.schema))
         return rows
 

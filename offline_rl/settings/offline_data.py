@@ -120,6 +120,9 @@ class OfflineDataConfig(Section):
     #: The recorded ``Box`` actions are normalized to [-1, 1] (RLlib's old stack wrote them so
     #: with ``normalize_actions``): they are mapped onto the action space's bounds first.
     input_actions_normalized: bool = option(False, A_BOOL)
+    #: Tabular rows' next observations are taken as zeros, not read (RLlib's option, for BC,
+    #: which does not use them; offline RL algorithms do).
+    ignore_final_observation: bool = option(False, A_BOOL)
     #: Materialize the raw data in the object store before mapping.
     materialize_data: bool = option(False, A_BOOL)
     #: Materialize the mapped data, read and mapped once for all epochs.
@@ -140,6 +143,14 @@ class OfflineDataConfig(Section):
     prelearner_kwargs: dict[str, Any] = option({}, KEYWORD_ARGUMENTS)
     #: Batches between two syncs of the module weights into the PreLearners.
     prelearner_module_synch_period: int = option(10, AN_INT_AT_LEAST_1)
+    #: RLlib's start of sequences from recorded module states: offline-rl's modules are
+    #: stateless, so only ``False``.
+    prelearner_use_recorded_module_states: bool = option(False, Rule(
+        "False: offline-rl's modules are stateless (no LSTM/attention yet), so there are no "
+        "recorded module states to start sequences from", lambda value: value is False))
+    #: RLlib's flag that env runners sample offline data: offline-rl's env runners never do
+    #: (offline data is read by ``OfflineData``), so it changes nothing.
+    offline_sampling: bool = option(False, A_BOOL)
     #: Replaces ``OfflineData``.
     offline_data_class: type | str | None = option(None)
     #: Updates per learner per ``train()`` (``None``: one full epoch of each shard).
@@ -157,6 +168,10 @@ class OfflineDataConfig(Section):
         "an int >= 1 (bytes)", lambda value: is_int_at_least(value, 1)))
     #: Rows per written file, at most (``None``: by size only).
     output_max_rows_per_file: int | None = option(None, optional(AN_INT_AT_LEAST_1))
+    #: RLlib's flag to write the rows that do not fill ``output_max_rows_per_file`` when
+    #: recording stops; offline-rl always writes them (a recording never drops data), so
+    #: ``False`` writes them too.
+    output_write_remaining_data: bool = option(False, A_BOOL)
     output_write_method: str = option("write_parquet", Rule(
         f"one of {sorted(WRITE_METHODS)}", lambda value: value in WRITE_METHODS))
     output_write_method_kwargs: dict[str, Any] = option({})

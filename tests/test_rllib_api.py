@@ -1,0 +1,161 @@
+"""RLlib 2.60's offline API as its own tests and examples use it: ``OfflineData(config)`` without
+spaces, ``api_stack()``, RLlib's ``OfflinePreLearner`` constructor, both forms of its map
+functions, its flattened output, the learners' state in RLlib's form, and every keyword of
+RLlib's ``offline_data()`` (the real RLlib is read for the list)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import ray.data
+
+from offline_rl import (
+    COMPONENT_RL_MODULE,
+    DEFAULT_POLICY_ID,
+    INPUT_ENV_SPACES,
+    SCHEMA,
+    AlgorithmConfig,
+    BCConfig,
+    Columns,
+    OfflineData,
+    OfflinePreLearner,
+    SingleAgentEpisode,
+    unflatten_dict,
+)
+from offline_rl.errors import ConfigError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TABULAR = "local://" + str(FIXTURES / "rllib_cartpole_tabular" / "cartpoleenv")
+SAMPLE_BATCHES = "local://" + str(FIXTURES / "rllib_cartpole_sample_batch_json")
+ENV = gym.make("CartPole-v1")
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "rllib.md"
+
+
+def spaces_config(**offline_data) -> BCConfig:
+    """RLlib's tests' config: BC with the env's spaces and no env."""
+    return (BCConfig()
+            .environment(observation_space=ENV.observation_space, action_space=ENV.action_space)
+            .api_stack(enable_rl_module_and_learner=True,
+                       enable_env_runner_and_connector_v2=True)
+            .training(train_batch_size_per_learner=64)
+            .offline_data(dataset_num_iters_per_learner=1, **offline_data))
+
+
+@pytest.fixture(scope="module")
+def rows(ray_session) -> dict[str, np.ndarray]:
+    """Ten rows of RLlib's tabular recording, as RLlib's tests take them."""
+    return ray.data.read_parquet(TABULAR).take_batch(batch_size=10)
+
+
+@pytest.mark.slow
+def test_offline_data_takes_the_config_alone(ray_session):
+    bare = OfflineData(AlgorithmConfig().offline_data(input_=[TABULAR]))
+    assert "obs" in bare.data.take_batch(batch_size=1)
+    assert bare.spaces[INPUT_ENV_SPACES] == (None, None) and bare.path == [TABULAR]
+    with pytest.raises(ConfigError, match=r"without the data's spaces: set "
+                                          r"config.environment\(env=\.\.\.\)"):
+        bare.sample()
+    from_env = OfflineData(BCConfig().environment("CartPole-v1").offline_data(input_=TABULAR))
+    assert from_env.spaces[INPUT_ENV_SPACES] == (ENV.observation_space, ENV.action_space)
+    assert from_env.iter_batches_kwargs["prefetch_batches"] == 2
+    assert from_env.module_spec.rl_module_specs[DEFAULT_POLICY_ID].action_space == ENV.action_space
+
+
+def test_api_stack_keeps_the_new_stack_and_refuses_the_old():
+    config = BCConfig()
+    assert config.api_stack(enable_rl_module_and_learner=True,
+                            enable_env_runner_and_connector_v2=True) is config
+    with pytest.raises(ConfigError, match=r"api_stack\(enable_env_runner_and_connector_v2=False\)"
+                                          r": offline-rl has RLlib's new API stack only"):
+        config.api_stack(enable_env_runner_and_connector_v2=False)
+
+
+def test_map_functions_in_both_of_rllibs_forms(rows):
+    static = OfflinePreLearner._map_to_episodes(False, rows)["episodes"]
+    keywords = OfflinePreLearner._map_to_episodes(is_multi_agent=False, batch=rows,
+                                                  schema=SCHEMA)["episodes"]
+    prelearner = OfflinePreLearner(config=spaces_config(input_=[TABULAR]))
+    method = prelearner._map_to_episodes(rows)["episodes"]
+    for episodes in (static, keywords, method):
+        assert len(episodes) == 10 and isinstance(episodes[0], SingleAgentEpisode)
+    np.testing.assert_array_equal(method[3].get_observations()[-1], rows["new_obs"][3])
+    ignoring = OfflinePreLearner(config=spaces_config(input_=[TABULAR],
+                                                      ignore_final_observation=True))
+    assert all(not episode.get_observations()[-1].any()
+               for episode in ignoring._map_to_episodes(rows)["episodes"])
+    assert not ignoring(rows)["default_policy/new_obs"].any()
+    lines = ray.data.read_json(SAMPLE_BATCHES).take_batch(batch_size=2)
+    assert len(prelearner._map_sample_batch_to_episode(lines)["episodes"]) == len(
+        OfflinePreLearner._map_sample_batch_to_episode(False, lines)["episodes"]) > 0
+    with pytest.raises(ConfigError, match="single-agent data; got is_multi_agent=True"):
+        prelearner._map_to_episodes(rows, is_multi_agent=True)
+
+
+class BatchFirstPreLearner(OfflinePreLearner):
+    """Ray 2.60's form of the override: a method taking the batch, reading ``self.config``."""
+
+    def _map_to_episodes(self, batch, to_numpy=False, **kwargs):
+        doubled = {**batch, Columns.REWARDS: np.full(len(batch[Columns.REWARDS]), 2.0)}
+        return super()._map_to_episodes(doubled, **kwargs)
+
+
+def test_an_override_in_ray_260s_form_maps_the_rows(rows):
+    batch = unflatten_dict(BatchFirstPreLearner(config=spaces_config(input_=[TABULAR]))(rows))
+    assert batch[DEFAULT_POLICY_ID][Columns.REWARDS].tolist() == [2.0] * 10
+
+
+@pytest.mark.slow
+def test_prelearner_built_as_rllibs_tests_build_it(ray_session):
+    config = spaces_config(input_=[SAMPLE_BATCHES], input_read_method="read_json",
+                           input_read_sample_batches=True, input_read_batch_size=50)
+    algo = config.build()
+    try:
+        state = algo.offline_data.learner_handles[0].get_state(
+            component=COMPONENT_RL_MODULE)[COMPONENT_RL_MODULE]
+        assert set(state) == {DEFAULT_POLICY_ID}
+        prelearner = OfflinePreLearner(config=config, module_spec=algo.offline_data.module_spec,
+                                       module_state=state,
+                                       spaces=algo.offline_data.spaces[INPUT_ENV_SPACES])
+        batch = unflatten_dict(prelearner(algo.offline_data.data.take_batch(10)))
+        columns = batch[DEFAULT_POLICY_ID]
+        assert len(columns[Columns.REWARDS]) % 64 == 0 and len(columns[Columns.REWARDS]) >= 64
+        for key in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.TERMINATEDS,
+                    Columns.TRUNCATEDS, "n_step"):
+            assert len(columns[key]) == len(columns[Columns.REWARDS])
+        assert algo.train()["training_iteration"] == 1
+        with pytest.raises(ConfigError, match=r"unknown component\(s\) \['optimizer'\]"):
+            algo.offline_data.learner_handles[0].get_state(components=["optimizer"])
+    finally:
+        algo.stop()
+
+
+def test_every_keyword_of_rllibs_offline_data_is_one_here_and_documented():
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig as RLlibConfig
+
+    theirs = set(inspect.signature(RLlibConfig.offline_data).parameters) - {"self"}
+    ours = set(inspect.signature(AlgorithmConfig.offline_data).parameters)
+    assert theirs <= ours, sorted(theirs - ours)
+    docs = DOCS.read_text()
+    assert not [name for name in theirs if f"`{name}`" not in docs]
+
+
+def test_rllibs_other_offline_data_keywords():
+    config = BCConfig().offline_data(actions_in_input_normalized=True, shuffle_buffer_size=2,
+                                     offline_sampling=True, output_write_remaining_data=True)
+    options = config.sections.offline_data
+    assert options.input_actions_normalized
+    assert options.iter_batches_kwargs["local_shuffle_buffer_size"] == (
+        2 * config.train_batch_size_per_learner)
+    with pytest.raises(ConfigError, match="postprocess_inputs=True is not supported"):
+        BCConfig().offline_data(postprocess_inputs=True)
+    with pytest.raises(ConfigError, match="old-stack key actions_in_input_normalized .* must be "
+                                          "True or False, got 'yes'"):
+        BCConfig().offline_data(actions_in_input_normalized="yes")
+    problems = dict(BCConfig().offline_data(prelearner_use_recorded_module_states=True)
+                    .sections.offline_data.problems())
+    assert "offline-rl's modules are stateless" in problems[
+        "prelearner_use_recorded_module_states"]
