@@ -87,6 +87,8 @@ class OfflineData:
         self.spaces = spaces
         checked = check_input(config, spaces[0])
         self.filesystem, self.paths = checked.filesystem, checked.paths
+        #: What Ray Data reads: the files listed and checked here (``CheckedInput.files``).
+        self.files = checked.files
         #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
         self.skipped_files = checked.skipped_files
         #: The columns every input file holds, when some hold more (``None``: all the same).
@@ -250,7 +252,7 @@ class OfflineData:
                 part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
                 prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
             return self.dataset
-        source = self.data if self.data is not None else read_input(self._read_config())
+        source = self._source()
         mapper, batch_format = map_batches_callable(self.prelearner_class)
         dataset = source.map_batches(
             mapper,
@@ -271,8 +273,7 @@ class OfflineData:
     def _materialize_parts(self) -> None:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
         PreLearner call (Ray Data's ``repartition``)."""
-        source = (self.data if self.data is not None else
-                  read_input(self._read_config().with_data_options(materialize_data=False)))
+        source = self._source(materialize_data=False)
         raw = materialize(source.repartition(target_num_rows_per_block=self._rows_per_call()))
         self._parts = raw.to_arrow_refs()
         if not self._parts:
@@ -283,9 +284,16 @@ class OfflineData:
         """The mean and std of the observations the learners train on, computed from the
         input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
         with self.naming_damaged_files():
-            source = self.data if self.data is not None else read_input(self._read_config())
+            source = self._source()
             return observation_statistics(source, self.config, self.spaces,
                                           self.prelearner_class, self._rows_per_call())
+
+    def _source(self, **changes: Any) -> ray.data.Dataset:
+        """The input as read: ``self.data``, else the files listed and checked at the start
+        (``read_input``), with ``changes`` to the data options."""
+        if self.data is not None:
+            return self.data
+        return read_input(self._read_config().with_data_options(**changes), self.files)
 
     def _rows_per_call(self) -> int:
         """Rows per PreLearner call: ``input_read_batch_size`` or a default."""
