@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from offline_rl import BCConfig, ExperienceLogger, SingleAgentEpisode
+from offline_rl import BCConfig, ExperienceLogger, JsonWriter, SingleAgentEpisode
+from offline_rl.episodes.sample_batch import SampleBatch
 from offline_rl.errors import ConfigError, DataFormatError, OutputError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 from offline_rl.inspection import inspect_dataset
@@ -469,3 +470,64 @@ def test_a_write_that_fails_says_how_many_episodes_are_safe_on_disk(tmp_path, la
     assert len(data_files(folder)) == 2 and len(read_episodes(folder)) == 4
     assert owned_files_of(folder) == sorted(str(path.relative_to(folder))
                                             for path in data_files(folder))
+
+
+# ------------------------------------------------------------------------ JsonWriter on its own
+def one_step_batch(t: int, **columns) -> SampleBatch:
+    return SampleBatch({"t": [t], "eps_id": [t], "obs": np.zeros((1, 4)), "actions": [0],
+                        "rewards": [1.0], "terminateds": [True], "truncateds": [False],
+                        "new_obs": np.ones((1, 4)), **columns})
+
+
+def test_a_batch_json_cannot_hold_is_refused_whole_and_the_file_keeps_whole_lines(tmp_path):
+    writer = JsonWriter(str(tmp_path))
+    writer.write(one_step_batch(0))
+    with pytest.raises(DataFormatError, match=r"JsonWriter: column 'infos' cannot be written as "
+                                              r"JSON \(JsonWriter cannot write a set.*the batch "
+                                              r"was not written, and .*output-.*_worker-0_0\.json "
+                                              r"holds the 1 whole batch\(es\) written before it"):
+        writer.write(one_step_batch(1, infos=[{"seen": {1, 2}}]))
+    writer.write(one_step_batch(2))
+    (file,) = writer.close()
+    assert [json.loads(line)["t"] for line in Path(file).read_text().splitlines()] == [[0], [2]]
+
+
+FAILING_JSON_WRITER = """
+import resource, signal, sys
+import numpy as np
+from offline_rl import JsonWriter
+from offline_rl.episodes.sample_batch import SampleBatch
+
+writer = JsonWriter(sys.argv[1], max_rows_per_file=2)
+batch = lambda rows: SampleBatch({"t": list(range(rows)), "obs": np.zeros((rows, 64)),
+                                  "actions": [0] * rows})
+writer.write(batch(1))
+writer.write(batch(1))  # the first file, complete
+writer.write(batch(1))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+for attempt in range(2):
+    try:
+        writer.write(batch(400))
+    except OSError as error:
+        print(type(error).__name__, error)
+print(len(writer.close()))
+"""
+
+
+def test_a_write_that_fails_drops_the_file_being_written_and_says_what_is_kept(tmp_path):
+    folder = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-c", FAILING_JSON_WRITER, str(folder)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    error, after, closed = done.stdout.splitlines()
+    assert error.startswith(f"OutputError JsonWriter: writing into '{folder}' failed (")
+    assert "File too large" in error
+    assert ("the 1 file(s) it completed before are kept (listed in the folder's manifest); "
+            f"{folder}/output-") in error
+    assert "_worker-0_1.json, being written, was dropped with its 1 batch(es)" in error
+    assert after.startswith("OutputError JsonWriter stopped writing: JsonWriter: writing into")
+    assert closed == "1"
+    (file,) = data_files(folder)
+    assert [json.loads(line)["t"] for line in file.read_text().splitlines()] == [[0], [0]]
+    assert owned_files_of(folder) == [file.name]

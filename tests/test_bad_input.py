@@ -28,7 +28,7 @@ from offline_rl import (
 from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
 from offline_rl.data.call_output import train_columns
 from offline_rl.data.offline_data import SAMPLE_ROWS
-from offline_rl.errors import DataFormatError
+from offline_rl.errors import DataFormatError, DataNotFoundError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))
@@ -192,6 +192,26 @@ def test_a_file_deleted_while_it_is_read_is_named_with_what_was_trained(tmp_path
                 pafs.LocalFileSystem().open_input_file(str(gone))
             except FileNotFoundError as error:  # what a Ray task does to it
                 raise RuntimeError("ray::ReadParquet() failed") from error
+
+
+def test_a_file_deleted_after_build_is_named_not_left_out(ray_session, tmp_path, bc_config):
+    """Ray Data reads the files that were listed and checked (here: as ``OfflineData`` is made,
+    as ``build()`` makes it), not the folder listed again."""
+    for part in range(2):
+        pq.write_table(rows(), tmp_path / f"part-{part}.parquet")
+    data = OfflineData(bc_config.training(train_batch_size_per_learner=4).offline_data(
+        input_=str(tmp_path)), SPACES)
+    gone = tmp_path / "part-1.parquet"
+    gone.unlink()
+    try:
+        with pytest.raises(DataNotFoundError, match=rf"{re.escape(str(gone))} is gone: it was "
+                                                    r"deleted or moved after build\(\) listed "
+                                                    r"and checked the input.*Put the file back, "
+                                                    r"or build\(\) again"):
+            data.start().sample()
+    finally:
+        data.stop()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["part-0.parquet"]
 
 
 def test_empty_dataset_is_named(ray_session, tmp_path, bc_config):

@@ -656,22 +656,62 @@ def test_a_policy_mapping_fn_that_raises_is_named_with_the_agent(flipped):
     assert type(caught.value.__cause__) is IndexError
 
 
-def test_agent_ids_0_and_the_text_0_are_refused_naming_both(tmp_path):
+def agent_episode_items(*agents) -> list[bytes]:
+    """One packed multi-agent episode per agent id of ``agents`` (``m0``, ``m1``, ...)."""
     from offline_rl.codec import pack_multi_agent_episode_state
 
     items = []
-    for number, agent in enumerate([0, "0"]):  # one episode each
+    for number, agent in enumerate(agents):
         episode = MultiAgentEpisode(f"m{number}")
         episode.add_env_reset({agent: np.zeros(4, np.float32)})
         episode.add_env_step({agent: np.full(4, 0.01, np.float32)}, {agent: 1}, {agent: 1.0},
                              terminateds={"__all__": True})
         items.append(pack_multi_agent_episode_state(episode.to_numpy().get_state()))
-    pq.write_table(pa.table({"item": items}), tmp_path / "part.parquet")
+    return items
+
+
+def test_agent_ids_0_and_the_text_0_are_refused_naming_both(tmp_path):
+    pq.write_table(pa.table({"item": agent_episode_items(0, "0")}), tmp_path / "part.parquet")
     with pytest.raises(DataFormatError, match=r"part\.parquet \(column 'item'\), episode m1: the "
-                                              r"agent ids 0 \(int\) and '0' \(str\) are two "
+                                              r"agent ids 0 \(int, in .*part\.parquet \(column "
+                                              r"'item'\), episode m0\) and '0' \(str\) are two "
                                               r"agents whose ids read as one"):
         without_env(tmp_path, policies=["shared"]).offline_data(
             input_read_episodes=True).build()
+
+
+def test_agent_ids_0_and_the_text_0_in_files_of_other_id_types_are_refused(ray_session,
+                                                                          tmp_path):
+    """Tabular rows: a Parquet column has one type, so 0 and '0' can meet only across files,
+    one of integer agent ids and one of text ids, and files must agree on a column's type."""
+    for name, agents in (("ints", [0, 1]), ("texts", ["0", "2"])):
+        pq.write_table(pa.table({"agent_id": agents, "eps_id": ["e", "e"], "t": [0, 1],
+                                 "obs": [[0.0] * 4] * 2, "new_obs": [[0.0] * 4] * 2,
+                                 "actions": [0, 1], "rewards": [1.0, 1.0],
+                                 "terminateds": [False, True]}), tmp_path / f"{name}.parquet")
+    with pytest.raises(DataFormatError, match=r"column 'agent_id' is int64 in .*ints\.parquet but "
+                                              r"string in .*texts\.parquet; the input files must "
+                                              r"agree on each column's type"):
+        without_env(tmp_path, policies=["shared"]).build()
+
+
+@pytest.mark.slow
+def test_agent_ids_0_and_the_text_0_named_alike_by_the_agent_ids_column_are_refused(
+        ray_session, tmp_path):
+    """The ``agent_ids`` column holds text: episodes of agent 0 and of agent '0' in two files
+    are told apart where the PreLearners decode them, across actors (the ledger's)."""
+    for name, item in zip(("a", "b"), agent_episode_items(0, "0")):
+        pq.write_table(pa.table({"item": [item], "agent_ids": [["0"]]}),
+                       tmp_path / f"{name}.parquet")
+    shared = without_env(tmp_path, policies=["shared"]).training(
+        train_batch_size_per_learner=2).offline_data(input_read_episodes=True,
+                                                     dataset_num_iters_per_learner=1)
+    with pytest.raises(DataFormatError, match=r"the agent ids (0 \(int, in .*a\.parquet: "
+                                              r"episode m0\) and '0' \(str\)|'0' \(str, in "
+                                              r".*b\.parquet: episode m1\) and 0 \(int\)) are "
+                                              r"two agents whose ids read as one"):
+        with shared.build() as algo:
+            algo.train()
 
 
 def test_multi_agent_batch_policies_that_are_not_configured_are_named(tmp_path):

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from offline_rl import Algorithm, BCConfig
 from offline_rl.algorithms.dqn.dqn import DQNConfig
 from offline_rl.cli import main
-from offline_rl.errors import ConfigError, EnvError, ResourceError
+from offline_rl.errors import ConfigError, DataFormatError, EnvError, ResourceError
 from offline_rl.formats.episode_input import decode_episode
 from tests.envs import LosesConnection, NeverEnds
 
@@ -254,6 +255,50 @@ def test_env_spaces_other_than_the_data_are_refused_at_build(cartpole_data):
     with pytest.raises(ConfigError, match=r"config.environment\(action_space=Discrete\(3\)\) is "
                                           r"not the action space of env 'CartPole-v1', "
                                           r"Discrete\(2\).*drop action_space="):
+        config.build()
+
+
+def test_env_box_bounds_and_dtypes_other_than_the_configured_are_named_at_build(tmp_path):
+    """An action Box with other bounds scales the policy's actions otherwise: refused; an
+    observation Box with other bounds is warned of; another dtype is another space."""
+    def pendulum(**spaces) -> BCConfig:
+        return BCConfig().environment("Pendulum-v1", **spaces).offline_data(input_=str(tmp_path))
+
+    with pytest.warns(UserWarning, match=r"observation_space=Box\(-5.0, 5.0, \(3,\), float32\)"
+                                         r"\) has the bounds .*but the observation space of "
+                                         r"env 'Pendulum-v1' has low=\[-1. -1. -8.\]"), \
+            pytest.raises(ConfigError, match=r"config.environment\(action_space=Box\(-1.0, 1.0, "
+                                             r"\(1,\), float32\)\) has the bounds low=\[-1.\], "
+                                             r"high=\[1.\], but the action space of env "
+                                             r"'Pendulum-v1' has low=\[-2.\], high=\[2.\]: the "
+                                             r"policy scales its actions.*drop it to take the "
+                                             r"env's"):
+        pendulum(observation_space=gym.spaces.Box(-5, 5, (3,), np.float32),
+                 action_space=gym.spaces.Box(-1, 1, (1,), np.float32)).build()
+    with pytest.raises(ConfigError, match=r"observation_space=Box\(-5.0, 5.0, \(3,\), float64\)"
+                                          r"\) is not the observation space of env "
+                                          r"'Pendulum-v1', Box\(.*float32\)"):
+        pendulum(observation_space=gym.spaces.Box(-5, 5, (3,), np.float64)).build()
+
+
+def test_data_spaces_other_than_the_envs_are_refused_at_build_without_configured_spaces(
+        tmp_path):
+    """Without configured spaces, the env's are the data's: an episode recorded in others is
+    named by build()'s check of the first rows."""
+    from offline_rl import SingleAgentEpisode
+    from offline_rl.codec import pack_episode_state
+
+    episode = SingleAgentEpisode(
+        "e1", observations=[[0.0] * 4, [0.01] * 4], actions=[2], rewards=[1.0], terminated=True,
+        observation_space=gym.spaces.Box(-5, 5, (4,), np.float32),
+        action_space=gym.spaces.Discrete(3), len_lookback_buffer=0).to_numpy()
+    pq.write_table(pa.table({"item": [pack_episode_state(episode.get_state())]}),
+                   tmp_path / "part.parquet")
+    config = BCConfig().environment("CartPole-v1").offline_data(input_=str(tmp_path),
+                                                                input_read_episodes=True)
+    with pytest.raises(DataFormatError, match=r"part\.parquet.*episode e1 was recorded with "
+                                              r"the action space Discrete\(3\), but the "
+                                              r"config's is Discrete\(2\)"):
         config.build()
 
 

@@ -9,6 +9,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import ray
 
@@ -25,6 +26,7 @@ class _Book:
         self.version = 0
         self.changed = asyncio.Event()
         self.sources: dict[str, str] = {}
+        self.agents: dict[str, tuple[Any, str]] = {}
         self.open: set[str] = set()
         self.ended: set[str] = set()
         self.actors: list[bytes] = []
@@ -45,9 +47,10 @@ class DataLedger:
     """The books of the pipelines one process builds (``open_book``), each with: totals by
     reason (``duplicate_episodes``, ``nonfinite_rows``, ``actions_out_of_bounds``, ...), the
     file each episode id was first read from, so that the same episode in two files is caught
-    even when different PreLearner actors read them, and the PreLearner actors of the pipeline,
-    so that stopping it can release them (an actor still being created when the pipeline stops
-    registers later, finds the book closed, and exits).
+    even when different PreLearner actors read them, the first agent id of each text read (so
+    that ``0`` and ``'0'`` are told apart across actors), and the PreLearner actors of the
+    pipeline, so that stopping it can release them (an actor still being created when the
+    pipeline stops registers later, finds the book closed, and exits).
 
     One actor serves every pipeline of its process: a pipeline's start neither waits for nor
     pays a process of its own (half a CPU-second each, on a machine that may have two).
@@ -135,6 +138,14 @@ class DataLedger:
             return [False] * len(episode_ids)
         return [entries.sources.setdefault(episode_id, source) != source
                 for episode_id, source in zip(episode_ids, sources)]
+
+    def first_agents(self, book: str, agents: Mapping[str, tuple[Any, str]]
+                     ) -> dict[str, tuple[Any, str]]:
+        """For each text of ``agents`` (text -> (agent id, where it was read)), the agent id of
+        that text read first by any actor, and where: the book's, else the one given."""
+        if (entries := self._book(book)) is None:
+            return dict(agents)
+        return {text: entries.agents.setdefault(text, entry) for text, entry in agents.items()}
 
     def actors(self, book: str) -> list[bytes]:
         """The pickled handles of the book's PreLearner actors registered so far."""
@@ -240,6 +251,8 @@ class LedgerClient:
         #: an episode's first source for good, so the answer never changes and a part mapped
         #: again in a later epoch asks nothing.
         self._claims: dict[tuple[str, str], bool] = {}
+        #: The ledger's answer to each (text, type) of agent id this client has asked about.
+        self._agents: dict[tuple[str, type], tuple[Any, str]] = {}
 
     def register(self) -> None:
         """Registers the calling actor in the book, so ``OfflineData.stop()`` can kill it;
@@ -288,3 +301,18 @@ class LedgerClient:
             answers = ray.get(self.book.ledger.claim.remote(self.book.name, new_ids, new_sources))
             self._claims.update(zip(new, answers))
         return [self._claims[pair] for pair in pairs]
+
+    def first_agents(self, agents: Mapping[str, tuple[Any, str]]
+                     ) -> dict[str, tuple[Any, str]]:
+        """For each agent id of ``agents`` (text -> (id, where it was read)), the id of its text
+        read first by any actor, and where (``DataLedger.first_agents``); only ids of a text
+        and type this client has not asked about before are sent."""
+        if self.book is None:
+            return dict(agents)
+        new = {text: entry for text, entry in agents.items()
+               if (text, type(entry[0])) not in self._agents}
+        if new:
+            answers = ray.get(self.book.ledger.first_agents.remote(self.book.name, new))
+            self._agents.update({(text, type(new[text][0])): answer
+                                 for text, answer in answers.items()})
+        return {text: self._agents[(text, type(entry[0]))] for text, entry in agents.items()}

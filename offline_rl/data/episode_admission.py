@@ -19,6 +19,7 @@ from offline_rl.episodes.replay_buffer import EpisodeBuffer
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_recorded_spaces
 from offline_rl.formats.episode_input import (
+    agent_names,
     decode_agent_episodes,
     decode_episode,
     module_sample_batch,
@@ -118,6 +119,7 @@ class EpisodeAdmission:
               sources: list[str]) -> list[SingleAgentEpisode]:
         """The episodes to train on, of ``episodes`` read from ``sources`` (one each)."""
         admitted, seen, drops = [], set(), Counter()
+        self._check_agent_ids(episodes, sources)
         elsewhere = self.ledger.claim([episode.id_ for episode in episodes], sources)
         for episode, source, duplicate in zip(episodes, sources, elsewhere):
             where = f"{source}: episode {episode.id_}" + (
@@ -141,6 +143,19 @@ class EpisodeAdmission:
                                   [episode.id_ for episode in admitted
                                    if episode.is_done and episode.t_started > 0])
         return admitted
+
+    def _check_agent_ids(self, episodes: list[SingleAgentEpisode], sources: list[str]) -> None:
+        """Raises ``DataFormatError`` naming both when two agents' ids read as one (``0`` and
+        ``'0'``), in this batch or as ids any actor read before (the ledger's): their episodes
+        may be in different files, and the ``agent_ids`` column of each only names them."""
+        batch: dict[str, tuple[Any, str]] = {}
+        for episode, source in zip(episodes, sources):
+            if episode.agent_id is not None:
+                agent_names([episode.agent_id],
+                            f"{source}: episode {episode.multi_agent_episode_id}", batch)
+        for text, first in self.ledger.first_agents(batch).items():
+            agent, where = batch[text]
+            agent_names([agent], where, {text: first})
 
     def _buffer_holds(self, episode_id: str) -> bool:
         """Whether the buffer still holds the episode (buffers without ``__contains__``: no)."""

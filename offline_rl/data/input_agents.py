@@ -52,7 +52,7 @@ def input_agents(config: DataConfig) -> list[str]:
     column = resolve_schema(options.input_read_schema)[Columns.AGENT_ID]
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     agents: set[str] = set()
-    seen: dict[str, Any] = {}  # the episodes' agent ids, by their text
+    seen: dict[str, tuple[Any, str]] = {}  # the episodes' agent ids by their text, and where
     for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
                                  PARQUET_SUFFIXES):
         for file in found.files:

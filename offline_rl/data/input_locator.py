@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from offline_rl.columns import Columns
 from offline_rl.compression import looks_compressed
 from offline_rl.data.input_files import input_paths, list_data_files, read_method_suffixes
-from offline_rl.errors import DataFormatError, error_chain
+from offline_rl.errors import DataFormatError, error_chain, find_error
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.tabular import column_to_numpy
 
@@ -175,18 +175,16 @@ def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
                          read_method: str) -> Iterator[None]:
     """Turns a failed read of the input files that names no file (a corrupt Parquet page, a
     malformed JSON line, as Ray Data reports them) into a ``DataFormatError`` naming the file
-    and its row group or line, found by reading the files again one at a time."""
+    and its row group or line, found by reading the files again one at a time. Errors of
+    offline-rl's own (which name their place already) pass unchanged."""
     try:
         yield
     except Exception as error:
-        failure = read_failure(error)
+        failure = None if find_error(error) is not None else read_failure(error)
         if failure is None:
             raise
         if isinstance(failure, FileNotFoundError):
-            failure = next((wrapped for wrapped in error_chain(error)  # without Ray's traceback
-                            if type(wrapped) is FileNotFoundError), failure)
-            found = failure.filename or re.search(r"'([^']+)'", str(failure))
-            gone = found if isinstance(found, str) else found.group(1) if found else "an input file"
+            gone, failure = gone_file(error)
             raise DataFormatError(
                 f"{gone} is gone: it was deleted or moved while the input was read ({failure}). "
                 "The rows read before it were trained on; the rest of this pass over the data "
@@ -197,6 +195,20 @@ def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
             raise
         raise DataFormatError(f"{damage}. The file is corrupt or truncated: re-write it, or "
                               "move it out of the input") from None
+
+
+def gone_file(error: BaseException) -> tuple[str, BaseException]:
+    """The file that the ``FileNotFoundError`` in ``error``'s chain names (else "an input
+    file"), and that error, without Ray's traceback where the chain holds it so."""
+    chain = error_chain(error)
+    failure = next((wrapped for wrapped in chain if type(wrapped) is FileNotFoundError),
+                   next((wrapped for wrapped in chain if isinstance(wrapped, FileNotFoundError)),
+                        error))
+    text = str(failure)
+    found = getattr(failure, "filename", None) or re.search(r"'([^']+)'", text)
+    if isinstance(found, re.Match):
+        found = found.group(1)
+    return found or (text if text and " " not in text else "an input file"), failure
 
 
 def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read_method: str,

@@ -33,8 +33,9 @@ from offline_rl.data.input_files import (
     list_data_files,
     read_method_suffixes,
 )
+from offline_rl.data.input_locator import gone_file
 from offline_rl.data.stoppable_executions import materialize
-from offline_rl.errors import ConfigError, DataFormatError, warn_at_caller
+from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError, warn_at_caller
 from offline_rl.filesystems import absolute_path, filesystem_path, is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.parquet_footer import FooterCaps, check_footer
@@ -206,6 +207,10 @@ class CheckedInput:
 
     filesystem: pafs.FileSystem | None
     paths: list[str]
+    #: What Ray Data reads (``read_input``'s ``files``): the data files listed, as the user
+    #: names them, and the paths left to Ray Data to list (URIs without a filesystem), for
+    #: ``read_parquet`` and ``read_json``; ``None`` for other read methods (the paths).
+    files: list[str] | None
     #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
     skipped_files: list[str]
     #: The columns every input file holds, when some hold more (``None``: all the same).
@@ -219,10 +224,15 @@ def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInpu
     Custom input readers are checked as they read (``offline_rl.data.custom_input``)."""
     options = config.offline_data
     if config.input_creator is not None:
-        return CheckedInput(None, [], [], None)
+        return CheckedInput(None, [], None, [], None)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     paths = input_paths(options.input_, filesystem)
-    skipped = check_input_files(paths, filesystem, read_method_suffixes(options.input_read_method))
+    suffixes = read_method_suffixes(options.input_read_method)
+    listing = {found.path: found for found in check_input_files(paths, filesystem, suffixes)}
+    skipped = [entry for found in listing.values() for entry in found.skipped]
+    files = None if suffixes is None else [
+        file for path in paths
+        for file in (_shown_files(listing[path]) if path in listing else [path])]
     columns = None
     if options.input_read_method == "read_parquet" and not config.reads_episodes:
         columns = check_parquet_columns(paths, filesystem, options.input_read_schema,
@@ -231,24 +241,28 @@ def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInpu
         require_parquet_files(paths, filesystem)
     elif options.input_read_method == "read_json":
         check_json_files(paths, filesystem)
-    return CheckedInput(filesystem, paths, skipped, columns)
+    return CheckedInput(filesystem, paths, files, skipped, columns)
+
+
+def _shown_files(found: DataFiles) -> list[str]:
+    return [found.shown(file) for file in found.files]
 
 
 def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                      suffixes: tuple[str, ...] | None) -> list[str]:
+                      suffixes: tuple[str, ...] | None) -> list[DataFiles]:
     """Lists every input path before any Ray work (URIs without a filesystem are left to Ray
     Data), so that a file that is no regular file inside its folder, or is over the size cap,
-    fails here naming it; returns the files skipped (broken or looping symlinks, folders that
-    cannot be listed), each with why, after a warning naming them."""
-    skipped = [entry for found in _checked_files(paths, filesystem, suffixes)
-               for entry in found.skipped]
+    fails here naming it; returns the listing, after a warning naming the files skipped (broken
+    or looping symlinks, folders that cannot be listed), each with why."""
+    listing = _checked_files(paths, filesystem, suffixes)
+    skipped = [entry for found in listing for entry in found.skipped]
     if skipped:
         shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
                                           if len(skipped) > 5 else "")
         warn_at_caller(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
                        "Fix or remove them (they are counted in result['data']['dropped']"
                        "['skipped_files'])")
-    return skipped
+    return listing
 
 
 def _read_schema(shown: str, fs: pafs.FileSystem, file: str,
@@ -363,29 +377,45 @@ def quiet_data_context(*, preserve_order: bool = False,
             os.environ.pop(FOOTER_READERS_ENV, None)
 
 
-def read_input(config: DataConfig) -> ray.data.Dataset:
+def read_input(config: DataConfig, files: list[str] | None = None) -> ray.data.Dataset:
     """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
     (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme), or a
     custom input's readers (``read_custom_input``). A ``ray.data.read_*`` method's read tasks
     (and a custom input's) are retried at most ``READ_MAX_RETRIES`` times (Ray Data's default
     is without end, so a reader that crashes on a file never stops), unless
-    ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``."""
+    ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``.
+
+    ``files`` (``CheckedInput.files``: what ``check_input`` listed and checked) are read
+    instead of the paths, so that Ray Data reads exactly those: one deleted or moved since is a
+    ``DataNotFoundError`` naming it, not an epoch silently the smaller."""
     options = config.offline_data
     creator = config.input_creator
-    read = (_file_read(config) if creator is None else
+    read = (_file_read(config, files) if creator is None else
             lambda: read_custom_input(config, creator, max_retries=READ_MAX_RETRIES))
     seeded = config.debugging.seed is not None
     with quiet_data_context(preserve_order=seeded), warnings.catch_warnings():
         # ray_remote_args is deprecated (Ray 2.64), but it is the only way to bound the retries
         warnings.filterwarnings("ignore", message=".*ray_remote_args", category=DeprecationWarning)
-        dataset = read()
+        try:
+            dataset = read()
+        except FileNotFoundError as error:
+            if files is None:
+                raise
+            gone, failure = gone_file(error)
+            detail = "" if str(failure) == gone else f" ({failure})"
+            raise DataNotFoundError(
+                f"{gone} is gone: it was deleted or moved after build() listed and checked the "
+                f"input{detail}, and before this pass over the data began (none of it was "
+                "read). Put the file back, or build() again (resuming from the last checkpoint) "
+                "to read the files there are now") from None
     if options.materialize_data:
         dataset = materialize(dataset)
     return dataset
 
 
-def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
-    """The read of the input files, as ``read_input`` runs it."""
+def _file_read(config: DataConfig, files: list[str] | None) -> Callable[[], ray.data.Dataset]:
+    """The read of the input files (``files`` when given, else the input's paths), as
+    ``read_input`` runs it."""
     options = config.offline_data
     read = resolve_read_method(options.input_read_method)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
@@ -400,5 +430,5 @@ def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
                                      **kwargs.get("ray_remote_args", {})}
     # the read tasks' working folders are their own: local paths go absolute
     paths = [absolute_path(path) if filesystem is None else filesystem_path(path, filesystem)
-             for path in input_paths(options.input_, filesystem)]
+             for path in (input_paths(options.input_, filesystem) if files is None else files)]
     return lambda: read(paths, **kwargs)

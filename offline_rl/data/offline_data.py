@@ -93,6 +93,8 @@ class OfflineData:
         self.input_spaces = spaces
         checked = check_input(config, spaces[0])
         self.filesystem, self.paths = checked.filesystem, checked.paths
+        #: What Ray Data reads: the files listed and checked here (``CheckedInput.files``).
+        self.files = checked.files
         #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
         self.skipped_files = checked.skipped_files
         #: The columns every input file holds, when some hold more (``None``: all the same).
@@ -148,10 +150,8 @@ class OfflineData:
         """The input as read, before the PreLearners (RLlib's ``OfflineData.data``): read with
         ``input_read_method`` on first use (lazily, as Ray Data reads), unless a subclass's
         ``__init__`` set its own dataset here."""
-        if self._given_data is not None:
-            return self._given_data
         if self._read_data is None:
-            self._read_data = read_input(self._read_config())
+            self._read_data = self._source()
         return self._read_data
 
     @data.setter
@@ -341,8 +341,7 @@ class OfflineData:
                 part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
                 prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
             return self.dataset
-        source = (self._given_data if self._given_data is not None
-                  else read_input(self._read_config()))
+        source = self._source()
         mapper, batch_format = map_batches_callable(self.prelearner_class)
         dataset = source.map_batches(
             mapper,
@@ -363,8 +362,7 @@ class OfflineData:
     def _materialize_parts(self) -> None:
         """Reads the input (or takes ``self.data``) into the object store, in blocks of one
         PreLearner call (Ray Data's ``repartition``)."""
-        source = (self._given_data if self._given_data is not None else
-                  read_input(self._read_config().with_data_options(materialize_data=False)))
+        source = self._source(materialize_data=False)
         raw = materialize(source.repartition(target_num_rows_per_block=self._rows_per_call()))
         self._parts = raw.to_arrow_refs()
         if not self._parts:
@@ -375,10 +373,16 @@ class OfflineData:
         """The mean and std of the observations the learners train on, computed from the
         input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
         with self.naming_damaged_files():
-            source = (self._given_data if self._given_data is not None
-                      else read_input(self._read_config()))
+            source = self._source()
             return observation_statistics(source, self.config, self.input_spaces,
                                           self.prelearner_class, self._rows_per_call())
+
+    def _source(self, **changes: Any) -> ray.data.Dataset:
+        """The input as read: the dataset a subclass set as ``data``, else the files listed and
+        checked at the start (``read_input``), with ``changes`` to the data options."""
+        if self._given_data is not None:
+            return self._given_data
+        return read_input(self._read_config().with_data_options(**changes), self.files)
 
     def _rows_per_call(self) -> int:
         """Rows per PreLearner call: ``input_read_batch_size`` or a default."""

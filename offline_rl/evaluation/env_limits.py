@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from offline_rl.errors import ConfigError, EnvError, OfflineRLError, warn_at_caller
 from offline_rl.formats.checks import same_kind
@@ -172,8 +173,11 @@ def env_error(env: Any, call: str, error: Exception, limits: EpisodeLimits, epis
 def check_env_spaces(env: Any, configured: tuple[gym.Space | None, gym.Space | None]) -> None:
     """Raises ``ConfigError`` unless ``configured`` (the data's spaces, set with
     ``config.environment(observation_space=..., action_space=...)``) are of the kind of
-    ``env``'s (``formats.checks.same_kind``; ``None``: not set, not checked): the policy is
-    built for the configured ones and would act in an env that takes others.
+    ``env``'s (``formats.checks.same_kind``, and a ``Box``'s dtype; ``None``: not set, not
+    checked): the policy is built for the configured ones and would act in an env that takes
+    others. An action ``Box`` with other bounds than the env's is refused too (the policy scales
+    its actions to the configured bounds); an observation ``Box`` with other bounds is warned
+    of (observations are checked against the configured ones).
 
     Examples:
         >>> env = gym.make("CartPole-v1")
@@ -185,12 +189,30 @@ def check_env_spaces(env: Any, configured: tuple[gym.Space | None, gym.Space | N
     """
     own = (env.observation_space, env.action_space)
     for kind, space, env_space in zip(("observation", "action"), configured, own):
-        if space is not None and not same_kind(space, env_space):
+        if space is None:
+            continue
+        if not same_kind(space, env_space) or getattr(space, "dtype", None) != getattr(
+                env_space, "dtype", None):
             raise ConfigError(
                 f"config.environment({kind}_space={space}) is not the {kind} space of env "
                 f"{env_name(env)!r}, {env_space}: the policy is built for the data's spaces "
                 "and would act in an env that takes others. Set env= to the env the data was "
                 f"recorded in, or drop {kind}_space= to take the env's")
+        if not isinstance(space, gym.spaces.Box) or (
+                np.array_equal(space.low, env_space.low)
+                and np.array_equal(space.high, env_space.high)):
+            continue
+        bounds = (f"config.environment({kind}_space={space}) has the bounds low={space.low}, "
+                  f"high={space.high}, but the {kind} space of env {env_name(env)!r} has "
+                  f"low={env_space.low}, high={env_space.high}")
+        if kind == "action":
+            raise ConfigError(
+                f"{bounds}: the policy scales its actions to the configured bounds, so in the "
+                "env they would mean other actions. Set action_space= to the env's bounds, or "
+                "drop it to take the env's")
+        warn_at_caller(f"{bounds}; observations are checked against the configured bounds "
+                       "(input_obs_bounds), and the policy sees them as the env gives them. "
+                       "Drop observation_space= to take the env's")
 
 
 def _contains(space: gym.Space, action: Any) -> bool:

@@ -114,10 +114,11 @@ def decode_agent_episodes(item: bytes, where: str, agent_ids: Collection[str],
 
 
 def agent_names(agent_ids: Iterable[Any], where: str,
-                seen: dict[str, Any] | None = None) -> dict[str, Any]:
+                seen: dict[str, tuple[Any, str]] | None = None) -> dict[str, Any]:
     """Each agent id as text (how the data's agents are named and mapped) to the id itself;
-    ``DataFormatError`` naming ``where`` and both ids when two of them (or one and an id in
-    ``seen``, which is updated) read as one, as ``0`` and ``'0'`` do.
+    ``DataFormatError`` naming both ids and where each was seen when two of them read as one,
+    as ``0`` and ``'0'`` do: two ids of ``agent_ids`` (seen in ``where``), or one and an id in
+    ``seen`` (text -> (id, where it was seen), updated with those of ``agent_ids``).
 
     Examples:
         >>> agent_names([0, 1], "a.parquet")
@@ -128,17 +129,24 @@ def agent_names(agent_ids: Iterable[Any], where: str,
         offline_rl.errors.DataFormatError: a.parquet: the agent ids 0 (int) and '0' (str) are \
 two agents whose ids read as one ('0'), which would be trained on as one agent; give each \
 agent an id of its own
+        >>> agent_names(["0"], "b.parquet", {"0": (0, "a.parquet")})
+        Traceback (most recent call last):
+        ...
+        offline_rl.errors.DataFormatError: b.parquet: the agent ids 0 (int, in a.parquet) and \
+'0' (str) are two agents whose ids read as one ('0'), which would be trained on as one agent; \
+give each agent an id of its own
     """
-    names = {} if seen is None else seen
+    agent_ids, names = list(agent_ids), {} if seen is None else seen
     for agent in agent_ids:
-        other = names.setdefault(str(agent), agent)
+        other, other_where = names.setdefault(str(agent), (agent, where))
         if other != agent or isinstance(other, str) != isinstance(agent, str):
+            elsewhere = "" if other_where == where else f", in {other_where}"
             raise DataFormatError(
-                f"{where}: the agent ids {other!r} ({type(other).__name__}) and {agent!r} "
-                f"({type(agent).__name__}) are two agents whose ids read as one "
+                f"{where}: the agent ids {other!r} ({type(other).__name__}{elsewhere}) and "
+                f"{agent!r} ({type(agent).__name__}) are two agents whose ids read as one "
                 f"({str(agent)!r}), which would be trained on as one agent; give each agent an "
                 "id of its own")
-    return names
+    return {str(agent): agent for agent in agent_ids}
 
 
 def is_multi_agent_batch(row: Mapping[str, Any]) -> bool:

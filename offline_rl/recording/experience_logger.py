@@ -258,8 +258,10 @@ class ExperienceLogger:
         try:
             result = write()
         except OSError as error:
-            if isinstance(error, OutputError):
-                raise
+            if isinstance(error, OutputError):  # a JsonWriter's own failure carries the cause
+                if not isinstance(error.__cause__, OSError):
+                    raise
+                error = error.__cause__
             raise self._stop(error, lost=1 if episode is not None else 0) from error
         if episode is not None:
             self._counts["episodes_written"] += 1

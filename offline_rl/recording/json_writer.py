@@ -10,7 +10,10 @@ Unlike RLlib's, a file is appended to under a hidden staging name
 (``offline_rl.recording.staging``) and gets its name, ``output-<run id>_worker-<i>_<n>.json``
 directly in ``path``, only when it is complete: when it reaches ``max_file_size`` bytes (or
 ``max_rows_per_file`` rows), on ``flush()`` or ``close()``, or when the process exits
-normally. A crash leaves no partial file that readers would take for data. Each completed
+normally. A crash leaves no partial file that readers would take for data, nor does a write
+that fails: a batch JSON cannot hold is refused whole (``DataFormatError`` naming its column
+and the file), and after a write into the file that fails (a full disk) the file is dropped, not
+completed, and the writer stops (``OutputError`` saying what is kept). Each completed
 file is listed in the run's manifest (``offline_rl.recording.output_folder``); a folder holding
 files offline-rl did not write is refused unless ``overwrite=True``, and no existing file is
 ever replaced.
@@ -41,10 +44,10 @@ import numpy as np
 import pyarrow.fs as pafs
 
 from offline_rl.compression import pack_rllib
-from offline_rl.errors import ConfigError, OutputError
+from offline_rl.errors import ConfigError, DataFormatError, OutputError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.recording.manifests import RunManifest
-from offline_rl.recording.output_folder import claim_output_folder, new_run_id
+from offline_rl.recording.output_folder import claim_output_folder, new_run_id, write_failure
 from offline_rl.recording.sample_batch_builder import SampleBatch
 from offline_rl.recording.staging import StagedFile
 from offline_rl.recording.writer import output_location
@@ -81,23 +84,35 @@ class JsonWriter:
         self.manifest = RunManifest(self.filesystem, self.path,
                                     f"{self.run_id}-{self.worker_index:06d}")
         self._file: StagedFile | None = None
-        self._rows = 0
+        self._rows = self._batches = 0
         self._lock = threading.Lock()
         self._closed = False
+        #: What a write that failed left (the writer stops then), else ``None``.
+        self._failure: str | None = None
         atexit.register(self.close)
 
     def write(self, sample_batch: SampleBatch) -> None:
-        """Appends ``sample_batch`` as one JSON line; completes the file once it is full."""
-        line = json.dumps(to_json_dict(sample_batch, self.compress_columns),
-                          default=_json_value) + "\n"
+        """Appends ``sample_batch`` as one JSON line; completes the file once it is full. A
+        batch JSON cannot hold is refused whole (``DataFormatError``); a write that fails
+        drops the file being written and stops the writer (``OutputError``)."""
         with self._lock:
+            if self._failure is not None:
+                raise OutputError(f"JsonWriter stopped writing: {self._failure}")
             if self._closed:
                 raise OutputError(f"JsonWriter({self.path!r}) is closed; make a new one")
+            try:
+                line = json.dumps(to_json_dict(sample_batch, self.compress_columns),
+                                  default=_json_value) + "\n"
+            except (TypeError, ValueError) as error:
+                raise DataFormatError(self._refusal(sample_batch, error)) from None
             if self._file is None:
-                name = f"output-{self.run_id}_worker-{self.worker_index}_{len(self.files_written)}"
-                self._file = StagedFile(self.filesystem, self.path, f"{self.path}/{name}.json")
-            self._file.write(line.encode())
+                self._file = StagedFile(self.filesystem, self.path, self._file_path())
+            try:
+                self._file.write(line.encode())
+            except OSError as error:
+                raise self._failed(error) from error
             self._rows += sample_batch.count
+            self._batches += 1
             if self._file.bytes_written >= self.max_file_size or (
                     self.max_rows_per_file is not None and self._rows >= self.max_rows_per_file):
                 self._complete()
@@ -125,13 +140,48 @@ class JsonWriter:
             if self._file is not None:
                 with contextlib.suppress(OSError):  # the folder may no longer be writable
                     self._file.discard()
-            self._file, self._rows, self._closed = None, 0, True
+            self._file, self._rows, self._batches, self._closed = None, 0, 0, True
             atexit.unregister(self.close)
+
+    def _file_path(self) -> str:
+        """The path of the file being written (or the next one)."""
+        name = f"output-{self.run_id}_worker-{self.worker_index}_{len(self.files_written)}"
+        return f"{self.path}/{name}.json"
+
+    def _refusal(self, batch: SampleBatch, error: Exception) -> str:
+        """Why ``batch`` was refused: its first column JSON cannot hold, and what is kept."""
+        column = next((name for name in batch if not _encodes(batch, name,
+                                                              self.compress_columns)), None)
+        kept = ("" if self._file is None else f", and {self._file_path()} holds the "
+                f"{self._batches} whole batch(es) written before it")
+        return (f"JsonWriter: {'the batch' if column is None else f'column {column!r}'} cannot "
+                f"be written as JSON ({error}); the batch was not written{kept}")
+
+    def _failed(self, error: OSError) -> OutputError:
+        """Drops the file a write into failed (it may end mid-line) and stops the writer."""
+        path, batches = self._file_path(), self._batches
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # the folder may no longer be writable
+                self._file.discard()
+        self._file, self._rows, self._batches = None, 0, 0
+        failure = write_failure(
+            "JsonWriter", self.path, error,
+            kept=f"the {len(self.files_written)} file(s) it completed before are kept (listed in "
+                 f"the folder's manifest); {path}, being written, was dropped with its "
+                 f"{batches} batch(es), as it may end mid-line")
+        self._failure, self._closed = str(failure), True
+        atexit.unregister(self.close)
+        return failure
 
     def _complete(self) -> None:
         assert self._file is not None
-        path = self._file.commit()
-        self._file, self._rows = None, 0
+        try:
+            path = self._file.commit()
+        except OutputError:
+            raise
+        except OSError as error:
+            raise self._failed(error) from error
+        self._file, self._rows, self._batches = None, 0, 0
         self.files_written.append(path[len(self.path) + 1:])
         self.manifest.add(self.files_written[-1:])
 
@@ -149,6 +199,16 @@ def to_json_dict(batch: SampleBatch, compress_columns: Collection[str]) -> dict[
     for name, column in batch.items():
         out[name] = pack_rllib(np.asarray(column)) if name in compress_columns else column
     return out
+
+
+def _encodes(batch: SampleBatch, name: str, compress_columns: Collection[str]) -> bool:
+    """Whether column ``name`` of ``batch`` can be written as JSON."""
+    try:
+        json.dumps(to_json_dict(SampleBatch({name: batch[name]}), compress_columns),
+                   default=_json_value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _json_value(value: Any) -> Any:
