@@ -153,15 +153,24 @@ def surface_errors(function: Function) -> Function:
             ours = find_error(error)
             if ours is None or ours is error:
                 raise
-            surfaced = copy.copy(ours)
-            surfaced.args = (ours.message, *ours.args[1:])
-            for wrapped in error_chain(error):
-                wrapped.__traceback__ = None
             # an error that kept its own cause across Ray (the user's) keeps it; Ray's error
             # stays its __context__
-            raise surfaced.with_traceback(None) from (surfaced.__cause__ or error)
+            copied = surfaced(error, ours)
+            raise copied from (copied.__cause__ or error)
 
     return wrapper  # type: ignore[return-value]
+
+
+def surfaced(error: BaseException, ours: OfflineRLError, prefix: str = "") -> OfflineRLError:
+    """A copy of ``ours`` (the error ``error`` is or wraps: ``find_error``) to raise in
+    ``error``'s place, its message as raised with ``prefix`` before it; the tracebacks of
+    ``error``'s chain are dropped (see ``surface_errors``)."""
+    copied = copy.copy(ours)
+    copied.message = prefix + ours.message
+    copied.args = (copied.message, *ours.args[1:])
+    for wrapped in error_chain(error):
+        wrapped.__traceback__ = None
+    return copied.with_traceback(None)
 
 
 def error_chain(error: BaseException) -> list[BaseException]:

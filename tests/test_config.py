@@ -120,7 +120,8 @@ def test_validation_names_the_field(change, field):
      r"input_read_method_kwargs: ray.data.read_parquet takes no \['colums'\]; it takes "
      r"\[.*'columns'"),
     (lambda c: c.rl_module(rl_module_spec={"module_class": "x:Y"}),
-     r"rl_module_spec: must be None or an RLModuleSpec"),
+     r"rl_module_spec: must be None, an RLModuleSpec or a MultiRLModuleSpec of them by "
+     r"module id"),
 ])
 def test_values_that_would_train_wrong_or_blow_up_are_refused(change, message):
     with pytest.raises(ConfigError, match=message):

@@ -527,9 +527,11 @@ def test_the_multi_agent_section_round_trips_and_checks_its_modules():
     assert problems["policies"].startswith("must be None or a non-empty list of distinct "
                                            "module ids")
     problems = dict(BCConfig().multi_agent(policies=["a", "b"], policies_to_train=["c"])
-                    .problems())
+                    .offline_data(input_read_episodes=True).problems())
     assert problems["policies_to_train"] == "names modules that policies does not: ['c']"
-    assert problems["policy_mapping_fn"] == "2 modules need a mapping of each agent to its module"
+    assert problems["policy_mapping_fn"] == ("2 modules need a mapping of each agent to its "
+                                             "module (tabular rows without one go to the "
+                                             "module their module_id column names)")
     problems = dict(BCConfig().multi_agent(policies=["a"]).offline_data(
         output=lambda context: None, output_write_sample_batches=True,
         output_write_episodes=False, output_write_method="write_json").problems())
@@ -744,3 +746,117 @@ def test_agents_of_one_module_with_other_observation_shapes_are_named(ray_sessio
                                               r"shapes: 'agent_0' \(4,\), 'agent_1' \(3,\)"):
         with shared.build() as algo:
             algo.train()
+
+
+# ------------------------------------- RLlib's form: a MultiRLModuleSpec of modules with spaces
+PLANE = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+#: Two scripted experts on the same observations: each module's rows are its expert's actions.
+EXPERTS = {"m1": lambda obs: (obs[:, 0] > 0).astype(np.int64),
+           "m2": lambda obs: (obs[:, 1] > 0).astype(np.int64)}
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory) -> Path:
+    """400 rows per agent (``a1`` played by ``m1``'s expert, ``a2`` by ``m2``'s), each naming
+    its agent and module, as RLlib's writer does."""
+    folder = tmp_path_factory.mktemp("ma") / "labelled"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for agent, module in (("a1", "m1"), ("a2", "m2")):
+        obs = rng.uniform(-1, 1, (400, 2)).astype(np.float32)
+        pq.write_table(pa.table({
+            "eps_id": [f"{agent}-{row // 20}" for row in range(400)], "agent_id": [agent] * 400,
+            "module_id": [module] * 400, "t": [row % 20 for row in range(400)],
+            "obs": list(obs), "new_obs": list(obs), "actions": EXPERTS[module](obs),
+            "rewards": [1.0] * 400, "terminateds": [row % 20 == 19 for row in range(400)]}),
+            folder / f"{agent}.parquet")
+    return folder
+
+
+def module_specs(**spaces: tuple[gym.Space | None, gym.Space | None]) -> BCConfig:
+    """BC without an env, each module's spaces in its own ``RLModuleSpec``."""
+    from offline_rl import RLModuleSpec
+    from offline_rl.models.multi_rl_module import MultiRLModuleSpec
+
+    return BCConfig().rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
+        module_id: RLModuleSpec(observation_space=obs, action_space=actions)
+        for module_id, (obs, actions) in spaces.items()}))
+
+
+@pytest.mark.parametrize("routing", ["policy_mapping_fn", "module_id"])
+@pytest.mark.slow
+def test_modules_of_a_multi_rl_module_spec_learn_their_own_experts_without_an_env(
+        ray_session, labelled, routing):
+    """The multi-agent bar: two modules given by ``MultiRLModuleSpec`` with their spaces, no
+    env, tabular rows routed by the mapping of their agents, or by their ``module_id``."""
+    mapping = ({"policy_mapping_fn": lambda agent_id, episode, **kwargs:
+                "m1" if agent_id == "a1" else "m2"} if routing == "policy_mapping_fn" else {})
+    config = (module_specs(m1=(PLANE, gym.spaces.Discrete(2)),
+                           m2=(PLANE, gym.spaces.Discrete(2)))
+              .multi_agent(policies={"m1", "m2"}, **mapping)
+              .training(lr=3e-3, train_batch_size_per_learner=64)
+              .offline_data(input_=str(labelled), dataset_num_iters_per_learner=20)
+              .debugging(seed=0))
+    held_out = np.random.default_rng(1).uniform(-1, 1, (500, 2)).astype(np.float32)
+    with config.build() as algo:
+        assert algo.mapping == {"a1": "m1", "a2": "m2"}
+        for _ in range(2):
+            result = algo.train()
+        greedy = {module: algo.get_module(module).compute_actions(held_out)
+                  for module in EXPERTS}
+    assert result["learners"]["__all_modules__"]["num_module_steps_trained"] == {
+        "m1": 20 * 64, "m2": 20 * 64}
+    for module, other in (("m1", "m2"), ("m2", "m1")):
+        assert np.mean(greedy[module] == EXPERTS[module](held_out)) >= 0.95
+        assert np.mean(greedy[module] == EXPERTS[other](held_out)) <= 0.75
+
+
+def test_a_module_spec_whose_spaces_do_not_fit_its_rows_is_named(ray_session, labelled):
+    wide = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    config = (module_specs(m1=(wide, gym.spaces.Discrete(2)), m2=(PLANE, gym.spaces.Discrete(2)))
+              .multi_agent(policies=["m1", "m2"])
+              .offline_data(input_=str(labelled), dataset_num_iters_per_learner=1))
+    with pytest.raises(DataFormatError, match=r"^module 'm1' \(whose spaces are those its "
+                                              r"RLModuleSpec in rl_module\(rl_module_spec=\.\.\.\) "
+                                              r"sets: fix them there\): .*column 'obs' holds rows "
+                                              r"of shape \(2,\) .* but the observation space "
+                                              r"Box\(-1\.0, 1\.0, \(3,\), float32\)"):
+        with config.build() as algo:
+            algo.train()
+
+
+def test_module_specs_that_leave_a_module_out_or_without_spaces_are_named(labelled, tmp_path):
+    unset = module_specs(m1=(PLANE, gym.spaces.Discrete(2)), m2=(PLANE, gym.spaces.Discrete(2)))
+    assert dict(unset.problems())["rl_module_spec"].startswith(
+        "the MultiRLModuleSpec names the modules ['m1', 'm2'], which train as a multi-agent "
+        "config: set config.multi_agent(policies=")
+    unknown = module_specs(m1=(PLANE, gym.spaces.Discrete(2)), m3=(PLANE, gym.spaces.Discrete(2)))
+    assert dict(unknown.multi_agent(policies=["m1", "m2"]).problems())["rl_module_spec"] == (
+        "the MultiRLModuleSpec names modules that policies does not: ['m3'] (policies: ['m1', "
+        "'m2']); add them to config.multi_agent(policies=...), or leave their specs out")
+    no_spaces = module_specs(m1=(PLANE, gym.spaces.Discrete(2)), m2=(PLANE, None)).multi_agent(
+        policies=["m1", "m2"]).offline_data(input_=str(labelled))
+    with pytest.raises(ConfigError, match=r"environment: module 'm2' has no action_space: give "
+                                          r"it in its spec \(rl_module\(rl_module_spec=Multi"
+                                          r"RLModuleSpec\(rl_module_specs=\{'m2': RLModuleSpec"):
+        no_spaces.build()
+    # a spec for all, or config.environment's spaces, give the module left out its spaces
+    assert not no_spaces.environment(action_space=gym.spaces.Discrete(2)).problems()
+    # rows naming a module the config does not have, or an agent of two modules
+    pq.write_table(pa.table({"agent_id": ["a3"], "module_id": ["m3"]}), tmp_path / "m3.parquet")
+    routed = no_spaces.offline_data(input_=[str(labelled), str(tmp_path / "m3.parquet")])
+    with pytest.raises(ConfigError, match=r"the rows of agent 'a3' name the module 'm3' in "
+                                          r"column 'module_id', which no module of the config "
+                                          r"is \(policies: \['m1', 'm2'\]\): add it to config"):
+        routed.build()
+    pq.write_table(pa.table({"agent_id": ["a1"], "module_id": ["m2"]}), tmp_path / "m3.parquet")
+    with pytest.raises(DataFormatError, match=r"the rows of agent 'a1' name the modules \['m1', "
+                                              r"'m2'\] in column 'module_id' \(.*a1\.parquet, "
+                                              r".*m3\.parquet\); an agent's rows train one "
+                                              r"module"):
+        routed.build()
+    pq.write_table(pa.table({"agent_id": ["a1"]}), tmp_path / "m3.parquet")
+    with pytest.raises(DataFormatError, match=r"m3\.parquet: without a policy_mapping_fn, each "
+                                              r"row goes to the module its column 'module_id' "
+                                              r"names, and the file has no such column"):
+        routed.build()

@@ -26,7 +26,9 @@ from offline_rl.data.data_config import DataConfig
 from offline_rl.errors import ConfigError
 from offline_rl.import_path import import_object
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.models.multi_rl_module import MultiRLModuleSpec, module_spec_of
 from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.hyperparameters import Hyperparameters
@@ -270,10 +272,13 @@ class AlgorithmConfig(FlatAccess):
         return self._set(self.sections.checkpointing, locals())
 
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,
-                  rl_module_spec: RLModuleSpec | None = NotProvided) -> AlgorithmConfig:
+                  rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = NotProvided
+                  ) -> AlgorithmConfig:
         """The policy network: ``model_config`` keys (``fcnet_hiddens``, ``fcnet_activation``,
         ...) for the default module, or a full ``RLModuleSpec``. The keys given replace
-        those set before; the others, such as an algorithm's defaults, stay.
+        those set before; the others, such as an algorithm's defaults, stay. A multi-agent
+        config may give each module of ``multi_agent(policies=...)`` its own spec, with its
+        spaces (no env needed): ``MultiRLModuleSpec(rl_module_specs={module_id: spec})``.
 
         Examples:
             >>> from offline_rl import TD3BCConfig
@@ -356,7 +361,8 @@ class AlgorithmConfig(FlatAccess):
             raise ConfigError(f"{self.algo_name} needs {kind} actions, but the action space "
                               f"is {action_space}; {self.other_actions_hint}")
         rl_module = self.sections.rl_module
-        spec = copy.copy(rl_module.rl_module_spec) if rl_module.rl_module_spec else RLModuleSpec()
+        given = module_spec_of(rl_module.rl_module_spec, DEFAULT_MODULE_ID)
+        spec = copy.copy(given) if given else RLModuleSpec()
         spec.module_class = spec.module_class or self.module_class_path
         spec.observation_space = spec.observation_space or observation_space
         spec.action_space = spec.action_space or action_space

@@ -5,26 +5,33 @@ multi-agent env."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import ray
 
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, Algorithm
+from offline_rl.algorithms.module_mapping import (
+    Spaces,
+    agent_mapping,
+    module_spaces,
+    routed_by_module_column,
+)
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.data.data_config import DataConfig
-from offline_rl.data.input_agents import input_agents, input_policy_ids
+from offline_rl.data.input_agents import input_agent_modules, input_agents, input_policy_ids
 from offline_rl.data.resources import side_by_side_options
-from offline_rl.errors import ConfigError, surface_errors
+from offline_rl.errors import ConfigError, DataFormatError, find_error, surface_errors, surfaced
 from offline_rl.evaluation.env_limits import EpisodeLimits, evaluation_limits
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env
 from offline_rl.evaluation.multi_agent_rollout import (
     multi_agent_episode_statistics,
     multi_agent_rollout,
 )
-from offline_rl.models.multi_rl_module import MultiRLModule
+from offline_rl.models.multi_rl_module import MultiRLModule, module_spec_of
 from offline_rl.names import (
     ALL_MODULES,
     DEFAULT_MODULE_ID,
@@ -41,8 +48,6 @@ from offline_rl.recording.writer import EpisodeWriter
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
-
-Spaces = tuple[gym.Space, gym.Space]
 
 
 class MultiAgentAlgorithm:
@@ -98,7 +103,13 @@ class MultiAgentAlgorithm:
         env_agents = list(self.envs[0].possible_agents) if self.envs else []
         # MultiAgentBatch lines name modules (policies), not agents; rows name their agents.
         policy_batches = sections.offline_data.input_read_sample_batches
-        data_agents = [] if policy_batches else input_agents(DataConfig(sections.offline_data))
+        data_config = DataConfig(sections.offline_data)
+        if multi_agent.policy_mapping_fn is None and len(multi_agent.policies) > 1 \
+                and not sections.offline_data.reads_episodes:
+            # RLlib's writer names each row's module: rows go to the module they name.
+            self.config.multi_agent(policy_mapping_fn=routed_by_module_column(
+                input_agent_modules(data_config), multi_agent.policies))
+        data_agents = [] if policy_batches else input_agents(data_config)
         # The data names agents as text; the env's own ids (ints, say) are what a mapping
         # function is written for.
         env_ids = {str(agent): agent for agent in env_agents}
@@ -122,7 +133,8 @@ class MultiAgentAlgorithm:
                     "module ids: name the modules after them (config.multi_agent(policies="
                     f"{found})), or leave the others out of policies_to_train")
         spaces = module_spaces(multi_agent.policies, self.mapping, self.envs[:1],
-                               (environment.observation_space, environment.action_space))
+                               (environment.observation_space, environment.action_space),
+                               sections.rl_module.rl_module_spec)
         if sections.offline_data.output:
             recording = self.config.recorder_config()
             check_output(recording, input_=sections.offline_data.input_,
@@ -131,13 +143,34 @@ class MultiAgentAlgorithm:
         self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
         for module_id in multi_agent.trained_modules:
             sub_config = module_config(self.config, module_id, self.mapping, spaces[module_id])
-            self.algorithms[module_id] = sub_config.algo_class(sub_config)
-            # One pipeline maps and materializes its rows at a time: each may take every CPU
-            # (streamed ones run side by side, each with its share).
-            self.algorithms[module_id].offline_data.wait_for_data()
+            with self._naming_module(module_id):
+                self.algorithms[module_id] = sub_config.algo_class(sub_config)
+                # One pipeline maps and materializes its rows at a time: each may take every
+                # CPU (streamed ones run side by side, each with its share).
+                self.algorithms[module_id].offline_data.wait_for_data()
         self._untrained = MultiRLModule({
-            module_id: self.config.get_rl_module_spec(*spaces[module_id]).build()
+            module_id: with_module_spec(self.config, module_id).get_rl_module_spec(
+                *spaces[module_id]).build()
             for module_id in multi_agent.policies if module_id not in self.algorithms})
+
+    @contextmanager
+    def _naming_module(self, module_id: str) -> Iterator[None]:
+        """A ``DataFormatError`` about one module's data raised as it is, naming the module
+        first, and where its spaces come from when its ``RLModuleSpec`` sets them (an
+        ``environment()`` space a data error suggests does not change those)."""
+        try:
+            yield
+        except Exception as error:
+            ours = find_error(error)
+            if not isinstance(ours, DataFormatError):
+                raise
+            spec = module_spec_of(self.config.sections.rl_module.rl_module_spec, module_id)
+            origin = (" (whose spaces are those its RLModuleSpec in rl_module(rl_module_spec="
+                      "...) sets: fix them there)"
+                      if getattr(spec, "observation_space", None) is not None
+                      or getattr(spec, "action_space", None) is not None else "")
+            named = surfaced(error, ours, prefix=f"module {module_id!r}{origin}: ")
+            raise named from (named.__cause__ or error)
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
         """RLlib's ``get_module``: the module of ``module_id`` (a trained one's learner 0
@@ -151,8 +184,10 @@ class MultiAgentAlgorithm:
         """One training iteration of every trained module; evaluates too when
         ``evaluation_interval`` says so."""
         started = time.perf_counter()
-        results = {module_id: algorithm.train()
-                   for module_id, algorithm in self.algorithms.items()}
+        results = {}
+        for module_id, algorithm in self.algorithms.items():
+            with self._naming_module(module_id):
+                results[module_id] = algorithm.train()
         self.iteration += 1
         learners = {module_id: result[LEARNER_RESULTS] for module_id, result in results.items()}
         steps = sum(learner[ALL_MODULES]["num_env_steps_trained"] for learner in learners.values())
@@ -281,58 +316,6 @@ def module_held_out_losses(per_module: dict[str, dict[str, Any]]) -> dict[str, A
                               for module_id, losses in per_module.items()}}
 
 
-def agent_mapping(multi_agent: Any, agents: list[Any]) -> dict[Any, str]:
-    """Each of ``agents``' module (``policy_mapping_fn``); raises ``ConfigError`` naming an
-    agent mapped to no module of ``policies``, or one a dict mapping leaves out."""
-    mapping, agents = {}, list(dict.fromkeys(agents))
-    for agent in agents:
-        mapping_fn = multi_agent.policy_mapping_fn
-        try:
-            module_id = multi_agent.module_of(agent)
-        except Exception as error:
-            if isinstance(mapping_fn, dict):
-                raise ConfigError(f"policy_mapping_fn maps no module to the agent {agent!r} "
-                                  f"(the agents are {sorted(map(str, agents))}); add it") from None
-            raise _mapping_error(mapping_fn, agent, error) from error
-        if module_id not in multi_agent.policies:
-            raise ConfigError(f"policy_mapping_fn maps the agent {agent!r} to the module "
-                              f"{module_id!r}, which policies does not name "
-                              f"({multi_agent.policies})")
-        mapping[agent] = module_id
-    return mapping
-
-
-def _mapping_error(mapping_fn: Any, agent: Any, error: Exception) -> ConfigError:
-    """The error for a ``policy_mapping_fn`` that raised ``error`` when asked for ``agent``'s
-    module."""
-    name = getattr(mapping_fn, "__qualname__", type(mapping_fn).__qualname__)
-    return ConfigError(
-        f"policy_mapping_fn {name}({agent!r}, episode=None) raised {type(error).__name__}: "
-        f"{error}; it is asked for the module of every agent of the env and the data when the "
-        "algorithm is built, with episode=None: make it return a module id of policies for "
-        f"{agent!r}")
-
-
-def module_spaces(modules: list[str], mapping: dict[Any, str], envs: list[Any],
-                  given: Spaces) -> dict[str, Spaces]:
-    """Each module's (observation, action) spaces: those of its agents in the env (all the
-    same, else ``ConfigError`` naming them), else ``given``."""
-    spaces = {}
-    for module_id in modules:
-        agents = [agent for agent, mapped in mapping.items() if mapped == module_id]
-        found = {agent: (envs[0].observation_spaces[agent], envs[0].action_spaces[agent])
-                 for agent in agents if envs and agent in envs[0].possible_agents}
-        if len(set(map(repr, found.values()))) > 1:
-            raise ConfigError(f"the agents of module {module_id!r} have different spaces in the "
-                              f"env ({found}); one module acts for agents of one kind: map them "
-                              "to different modules")
-        spaces[module_id] = next(iter(found.values()), given)
-        if None in spaces[module_id]:
-            raise ConfigError(f"module {module_id!r} has no spaces: set the env, or "
-                              "config.environment(observation_space=..., action_space=...)")
-    return spaces
-
-
 def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, str],
                   spaces: Spaces) -> AlgorithmConfig:
     """The config of one module's algorithm: ``config`` training ``module_id`` alone on its
@@ -340,7 +323,7 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
     env and no ``output`` (the multi-agent algorithm evaluates and records). Streamed
     pipelines (MARWIL's) run side by side, each with its share of the CPUs
     (``side_by_side_options``)."""
-    sub_config = (config.copy()
+    sub_config = (with_module_spec(config, module_id)
                   .environment(env=None, env_config={}, observation_space=spaces[0],
                                action_space=spaces[1])
                   .evaluation(evaluation_interval=None)
@@ -352,6 +335,13 @@ def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, st
         sub_config.offline_data(**side_by_side_options(
             offline_data.map_batches_kwargs, offline_data.input_read_method_kwargs, count))
     return sub_config
+
+
+def with_module_spec(config: AlgorithmConfig, module_id: str) -> AlgorithmConfig:
+    """A copy of ``config`` whose ``rl_module_spec`` is ``module_id``'s own (its entry of a
+    ``MultiRLModuleSpec``: see ``module_spec_of``), as one module's algorithm takes it."""
+    return config.copy().rl_module(rl_module_spec=module_spec_of(
+        config.sections.rl_module.rl_module_spec, module_id))
 
 
 def play_modules(envs: list[Any], modules: dict[str, Any], mapping: dict[Any, str],

@@ -5,6 +5,7 @@ ids of old-stack ``MultiAgentBatch`` lines."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -40,27 +41,85 @@ def input_agents(config: DataConfig) -> list[str]:
         >>> input_agents(DataConfig(OfflineDataConfig(input_=folder)))
         ['a', 'b']
     """
+    agents: set[str] = set()
+    seen: dict[str, tuple[Any, str]] = {}  # the episodes' agent ids by their text, and where
+    episodes, column = config.offline_data.input_read_episodes, _agent_column(config)
+    for dataset, shown in _parquet_files(config):
+        agents.update(_episode_agents(dataset, shown, seen) if episodes
+                      else _row_agents(dataset, column, shown))
+    return sorted(agents)
+
+
+def input_agent_modules(config: DataConfig) -> dict[str, str]:
+    """Each agent of tabular multi-agent rows, by its id, and the module its rows name in
+    ``module_id`` (how rows are routed without a ``policy_mapping_fn``). Raises
+    ``DataFormatError`` naming the file for rows without an agent or a module, and for an
+    agent whose rows name two modules.
+
+    Examples:
+        >>> import tempfile, pyarrow.parquet as pq
+        >>> from offline_rl.settings.offline_data import OfflineDataConfig
+        >>> folder = tempfile.mkdtemp()
+        >>> pq.write_table(pa.table({"agent_id": ["b", "a"], "module_id": ["mb", "ma"]}),
+        ...                f"{folder}/part.parquet")
+        >>> input_agent_modules(DataConfig(OfflineDataConfig(input_=folder)))
+        {'a': 'ma', 'b': 'mb'}
+    """
+    agent_column = _agent_column(config)
+    module_column = resolve_schema(config.offline_data.input_read_schema)[Columns.MODULE_ID]
+    modules: dict[str, tuple[str, str]] = {}  # agent -> (module, the file that says so)
+    for dataset, shown in _parquet_files(config):
+        _row_agents(dataset, agent_column, shown)
+        if module_column not in dataset.schema.names:
+            raise DataFormatError(
+                f"{shown}: without a policy_mapping_fn, each row goes to the module its column "
+                f"{module_column!r} names, and the file has no such column: set "
+                "config.multi_agent(policy_mapping_fn=...) to map each agent id to a module id, "
+                f"or add the column (or map another to it with "
+                f"input_read_schema={{'module_id': column}})")
+        table = dataset.to_table(columns=[agent_column, module_column])
+        found = table.column(1)
+        if found.null_count:
+            row = pc.indices_nonzero(pc.is_null(found)).to_pylist()[0]
+            raise DataFormatError(f"{shown}, row {row}: column {module_column!r} is empty; "
+                                  "without a policy_mapping_fn every row names its module "
+                                  "there (or set config.multi_agent(policy_mapping_fn=...))")
+        pairs = table.group_by([agent_column, module_column]).aggregate([])
+        for agent, module in zip(*(pc.cast(pairs.column(name), pa.string()).to_pylist()
+                                   for name in (agent_column, module_column))):
+            earlier, where = modules.setdefault(agent, (module, shown))
+            if earlier != module:
+                raise DataFormatError(
+                    f"the rows of agent {agent!r} name the modules {sorted({earlier, module})} "
+                    f"in column {module_column!r} ({where}, {shown}); an agent's rows train "
+                    "one module: give each agent one module id, or set "
+                    "config.multi_agent(policy_mapping_fn=...)")
+    return {agent: module for agent, (module, _) in sorted(modules.items())}
+
+
+def _agent_column(config: DataConfig) -> str:
+    """The column naming each row's agent, once the input is known to be one that multi-agent
+    training reads (else ``ConfigError``)."""
     options = config.offline_data
-    episodes = options.input_read_episodes
     if (options.input_read_method != "read_parquet" or config.input_creator is not None
-            or (config.reads_episodes and not episodes)):
+            or (config.reads_episodes and not options.input_read_episodes)):
         raise ConfigError(
             "multi-agent training reads tabular Parquet rows (each naming its agent in "
             "agent_id), multi-agent episodes and old-stack MultiAgentBatch JSON lines; this "
             f"config reads {options.input_read_method}. Convert the data to one of them, or "
             "train one module on single-agent data")
-    column = resolve_schema(options.input_read_schema)[Columns.AGENT_ID]
+    return resolve_schema(options.input_read_schema)[Columns.AGENT_ID]
+
+
+def _parquet_files(config: DataConfig) -> Iterator[tuple[pads.Dataset, str]]:
+    """Each Parquet file of the input, as a dataset and the name errors show."""
+    options = config.offline_data
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
-    agents: set[str] = set()
-    seen: dict[str, tuple[Any, str]] = {}  # the episodes' agent ids by their text, and where
     for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
                                  PARQUET_SUFFIXES):
         for file in found.files:
-            dataset = pads.dataset(file, filesystem=found.filesystem, format="parquet")
-            shown = found.shown(file)
-            agents.update(_episode_agents(dataset, shown, seen) if episodes
-                          else _row_agents(dataset, column, shown))
-    return sorted(agents)
+            yield pads.dataset(file, filesystem=found.filesystem, format="parquet"), \
+                found.shown(file)
 
 
 def _row_agents(dataset: pads.Dataset, column: str, shown: str) -> list[str]:

@@ -93,3 +93,19 @@ class MultiRLModuleSpec:
             raise ConfigError(f"MultiRLModuleSpec has the modules {sorted(self.rl_module_specs)}"
                               "; spaces are read from a spec with exactly one module")
         return next(iter(self.rl_module_specs.values()))
+
+
+def module_spec_of(spec: RLModuleSpec | MultiRLModuleSpec | None,
+                   module_id: ModuleID) -> RLModuleSpec | None:
+    """The spec ``rl_module(rl_module_spec=...)`` gives ``module_id``: a ``MultiRLModuleSpec``'s
+    entry for it (``None`` where it names other modules only), or the one ``RLModuleSpec``
+    every module shares (as RLlib copies it for each).
+
+    Examples:
+        >>> specs = MultiRLModuleSpec(rl_module_specs={"m1": RLModuleSpec(module_class="a:B")})
+        >>> module_spec_of(specs, "m1").module_class, module_spec_of(specs, "m2")
+        ('a:B', None)
+    """
+    if isinstance(spec, MultiRLModuleSpec):
+        return spec.rl_module_specs.get(module_id)
+    return spec

@@ -16,8 +16,8 @@ class EnvironmentConfig(Section):
     """See ``AlgorithmConfig.environment``.
 
     Examples:
-        >>> EnvironmentConfig().problems()
-        [('environment', 'set env=, or both observation_space= and action_space=')]
+        >>> EnvironmentConfig().has_spaces, EnvironmentConfig(env="CartPole-v1").has_spaces
+        (False, True)
     """
 
     #: A gymnasium id, or a creator ``env_config -> env``.
@@ -31,8 +31,10 @@ class EnvironmentConfig(Section):
     observation_space: gym.Space | None = option(None)
     action_space: gym.Space | None = option(None)
 
-    def joint_problems(self) -> list[tuple[str, str]]:
-        """An env, or both spaces, so that the module can be built."""
-        if self.env is None and (self.observation_space is None or self.action_space is None):
-            return [("environment", "set env=, or both observation_space= and action_space=")]
-        return []
+    @property
+    def has_spaces(self) -> bool:
+        """Whether the env, or both spaces, give the module its spaces (a multi-agent
+        config's modules may take theirs from their ``RLModuleSpec``s instead: see
+        ``multi_agent_problems``)."""
+        return self.env is not None or (self.observation_space is not None
+                                        and self.action_space is not None)

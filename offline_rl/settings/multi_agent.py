@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from offline_rl.errors import ConfigError
+from offline_rl.models.multi_rl_module import MultiRLModuleSpec, module_spec_of
+from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.settings.options import Rule, Section, option
 from offline_rl.settings.sources import is_mixed
 
@@ -71,9 +73,6 @@ class MultiAgentConfig(Section):
                 problems.append(("policy_mapping_fn",
                                  f"maps agents to modules that policies does not name: "
                                  f"{unknown} (policies: {self.policies})"))
-        if self.policy_mapping_fn is None and len(self.policies) > 1:
-            problems.append(("policy_mapping_fn", f"{len(self.policies)} modules need a mapping "
-                             "of each agent to its module"))
         return problems
 
     @property
@@ -123,14 +122,20 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
     """``(field, problem)`` for each option a multi-agent config (``sections``, a
     ``ConfigSections``) cannot honour yet: it would be ignored otherwise."""
     if not sections.multi_agent.is_multi_agent:
-        return []
+        return module_spec_problems(sections)
     evaluation, offline_data = sections.evaluation, sections.offline_data
     unsupported = {
         "input_": is_mixed(offline_data.input_),
         "offline_data_class": offline_data.offline_data_class is not None,
         "evaluation_num_env_runners": bool(evaluation.evaluation_num_env_runners),
     }
-    problems = []
+    problems = module_spec_problems(sections)
+    multi_agent = sections.multi_agent
+    if (multi_agent.policy_mapping_fn is None and len(multi_agent.policies) > 1
+            and offline_data.reads_episodes):
+        problems.append(("policy_mapping_fn", f"{len(multi_agent.policies)} modules need a "
+                         "mapping of each agent to its module (tabular rows without one go to "
+                         "the module their module_id column names)"))
     if callable(offline_data.output):
         problems.append(("output", "a custom writer's creator: a multi-agent config records "
                          "its evaluation episodes with offline-rl's writer; give a folder or URI"))
@@ -142,3 +147,39 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
         (name, "multi-agent configs do not take it yet (each module trains on its agents' rows "
                "of one input, and evaluation runs in this process): leave it unset")
         for name, is_set in unsupported.items() if is_set]
+
+
+def module_spec_problems(sections: Any) -> list[tuple[str, str]]:
+    """``(field, problem)`` for a ``MultiRLModuleSpec`` in ``rl_module(rl_module_spec=...)``
+    whose modules ``multi_agent``'s ``policies`` do not name, and, without an env, for each
+    module of a multi-agent config that neither its spec nor ``environment`` gives spaces."""
+    spec, multi_agent = sections.rl_module.rl_module_spec, sections.multi_agent
+    named = sorted(spec.rl_module_specs) if isinstance(spec, MultiRLModuleSpec) else []
+    if not multi_agent.is_multi_agent:
+        if named and named != [DEFAULT_MODULE_ID]:
+            return [("rl_module_spec", f"the MultiRLModuleSpec names the modules {named}, "
+                     f"which train as a multi-agent config: set config.multi_agent(policies="
+                     f"{set(named)}, policy_mapping_fn=...), as RLlib needs too")]
+        return []
+    unknown = [module_id for module_id in named if module_id not in multi_agent.policies]
+    if unknown:
+        return [("rl_module_spec", f"the MultiRLModuleSpec names modules that policies does "
+                 f"not: {unknown} (policies: {multi_agent.policies}); add them to "
+                 "config.multi_agent(policies=...), or leave their specs out")]
+    environment = sections.environment
+    if environment.env is not None:
+        return []
+    problems = []
+    for module_id in multi_agent.policies:
+        module_spec = module_spec_of(spec, module_id)
+        missing = [name for name in ("observation_space", "action_space")
+                   if getattr(module_spec, name, None) is None
+                   and getattr(environment, name) is None]
+        if missing:
+            problems.append(("environment", f"module {module_id!r} has no {' or '.join(missing)}"
+                             f": give it in its spec (rl_module(rl_module_spec=MultiRLModuleSpec("
+                             f"rl_module_specs={{{module_id!r}: RLModuleSpec(observation_space="
+                             "..., action_space=...)}))), or set env=, or both "
+                             "observation_space= and action_space= (all modules') in "
+                             "config.environment()"))
+    return problems

@@ -51,6 +51,9 @@ class ConfigSections(SectionGroup):
         """``(field, problem)`` for each invalid field: each section's own checks, then those
         spanning sections."""
         problems = [problem for section in self for problem in section.problems()]
+        if not self.multi_agent.is_multi_agent and not self.environment.has_spaces:
+            problems.append(("environment",
+                             "set env=, or both observation_space= and action_space="))
         evaluation = self.evaluation
         if evaluation.evaluation_interval is not None and self.environment.env is None \
                 and not evaluation.off_policy_estimation_methods:
