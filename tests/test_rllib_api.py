@@ -112,7 +112,8 @@ def test_an_override_in_ray_260s_form_maps_the_rows(rows):
 def test_prelearner_built_as_rllibs_tests_build_it(ray_session):
     config = spaces_config(input_=[SAMPLE_BATCHES], input_read_method="read_json",
                            input_read_sample_batches=True, input_read_batch_size=50)
-    algo = config.build()
+    algo = config.build(env="CartPole-v1")  # RLlib's argument: on a copy of the config
+    assert config.env is None and algo.config.env == "CartPole-v1"
     try:
         state = algo.offline_data.learner_handles[0].get_state(
             component=COMPONENT_RL_MODULE)[COMPONENT_RL_MODULE]

@@ -342,14 +342,24 @@ class AlgorithmConfig(FlatAccess):
                               "algorithm config such as BCConfig")
         return import_object(self.learner_class_path)
 
-    def build(self) -> Any:
-        """Validates the config and builds the algorithm (starts or connects to Ray)."""
+    def build_algo(self, env: str | Callable[[dict], gym.Env] | None = None,
+                   use_copy: bool = True) -> Any:
+        """Validates the config and builds the algorithm (starts or connects to Ray); ``env``
+        (RLlib's argument) sets ``environment(env=...)`` first, on a copy unless not
+        ``use_copy``."""
         if self.algo_class is None:
             raise ConfigError(f"{type(self).__name__} builds no algorithm; use an algorithm "
                               "config such as BCConfig")
-        if self.sections.multi_agent.is_multi_agent:
-            return import_object(MULTI_AGENT_ALGORITHM_PATH)(self)
-        return self.algo_class(self)
+        config = self
+        if env is not None:
+            config = self.copy() if use_copy else self
+            config.environment(env)
+        if config.sections.multi_agent.is_multi_agent:
+            return import_object(MULTI_AGENT_ALGORITHM_PATH)(config)
+        return config.algo_class(config)
+
+    #: RLlib's older name of ``build_algo``.
+    build = build_algo
 
     def get_rl_module_spec(self, observation_space: gym.Space,
                            action_space: gym.Space) -> RLModuleSpec:
