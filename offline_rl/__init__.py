@@ -29,6 +29,13 @@ from offline_rl.names import (
     ENV_RUNNER_RESULTS,
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    TIMERS,
+    TRAINING_ITERATION,
+    TRAINING_ITERATION_TIMER,
+    TRAINING_STEP_TIMER,
     ModuleID,
 )
 
@@ -70,6 +77,9 @@ _LAZY = {
     "SampleBatchBuilder": "offline_rl.recording.sample_batch_builder",
     "get_preprocessor": "offline_rl.recording.preprocessors",
     "override": "offline_rl.annotations",
+    "add_rllib_example_script_args": "offline_rl.algorithms.example_scripts",
+    "run_rllib_example_script_experiment": "offline_rl.algorithms.example_scripts",
+    "should_stop": "offline_rl.algorithms.example_scripts",
 }
 
 __all__ = [
@@ -80,7 +90,14 @@ __all__ = [
     "ENV_RUNNER_RESULTS",
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
+    "NUM_ENV_STEPS_SAMPLED_LIFETIME",
+    "NUM_ENV_STEPS_TRAINED",
+    "NUM_ENV_STEPS_TRAINED_LIFETIME",
     "SCHEMA",
+    "TIMERS",
+    "TRAINING_ITERATION",
+    "TRAINING_ITERATION_TIMER",
+    "TRAINING_STEP_TIMER",
     "ModuleID",
     "Columns",
     *_LAZY,

@@ -175,12 +175,19 @@ class AlgorithmConfig(FlatAccess):
                      output_filesystem: Any = NotProvided,
                      output_filesystem_kwargs: dict[str, Any] = NotProvided,
                      output_write_episodes: bool = NotProvided,
-                     output_write_sample_batches: bool = NotProvided) -> AlgorithmConfig:
+                     output_write_sample_batches: bool = NotProvided,
+                     actions_in_input_normalized: bool = NotProvided) -> AlgorithmConfig:
         """Where the data is and how it is read, mapped, iterated and written, with RLlib's
         Input/Output API names and a few of offline-rl's own (what to do with non-finite or
         out-of-bounds values); each option is documented on ``OfflineDataConfig``. ``input_``
         and ``output`` may also be creators of ``InputReader``s and ``OutputWriter``s (RLlib's
-        old stack; see ``offline_rl.data.custom_input``)."""
+        old stack; see ``offline_rl.data.custom_input``). RLlib's
+        ``actions_in_input_normalized`` is ``input_actions_normalized``."""
+        if actions_in_input_normalized is not NotProvided:
+            if input_actions_normalized is not NotProvided:
+                raise ConfigError("actions_in_input_normalized is RLlib's name of "
+                                  "input_actions_normalized; give one of them")
+            input_actions_normalized = actions_in_input_normalized
         return self._set(self.sections.offline_data, locals())
 
     def evaluation(self, *, evaluation_interval: int | None = NotProvided,
@@ -219,6 +226,22 @@ class AlgorithmConfig(FlatAccess):
         if evaluation_config is not NotProvided:
             evaluation_config = evaluation_overrides(evaluation_config, self)
         return self._set(self.sections.evaluation, locals())
+
+    def reporting(self, *, min_time_s_per_iteration: float | None = NotProvided,
+                  min_train_timesteps_per_iteration: int | None = NotProvided,
+                  min_sample_timesteps_per_iteration: int | None = NotProvided,
+                  metrics_num_episodes_for_smoothing: int | None = NotProvided,
+                  keep_per_episode_custom_metrics: bool = NotProvided,
+                  metrics_episode_collection_timeout_s: float = NotProvided,
+                  log_gradients: bool = NotProvided,
+                  custom_stats_cls_lookup: dict[str, type] = NotProvided) -> AlgorithmConfig:
+        """RLlib's reporting settings: each ``train()`` repeats its round of updates until
+        ``min_time_s_per_iteration`` seconds, ``min_train_timesteps_per_iteration`` rows
+        trained and ``min_sample_timesteps_per_iteration`` rows read have passed;
+        ``metrics_num_episodes_for_smoothing`` averages the evaluation's return over the last
+        N episodes. The others are RLlib's metrics machinery: their defaults are taken, other
+        values refused (see ``ReportingConfig``)."""
+        return self._set(self.sections.reporting, locals())
 
     def framework(self, framework: str = "torch") -> AlgorithmConfig:
         """RLlib's deep-learning framework choice: offline-rl's learners are torch only, so
