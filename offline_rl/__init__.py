@@ -31,6 +31,13 @@ from offline_rl.names import (
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
     INPUT_ENV_SPACES,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    TIMERS,
+    TRAINING_ITERATION,
+    TRAINING_ITERATION_TIMER,
+    TRAINING_STEP_TIMER,
     ModuleID,
 )
 from offline_rl.nested_keys import flatten_dict, unflatten_dict
@@ -73,6 +80,9 @@ _LAZY = {
     "SampleBatchBuilder": "offline_rl.recording.sample_batch_builder",
     "get_preprocessor": "offline_rl.recording.preprocessors",
     "override": "offline_rl.annotations",
+    "add_rllib_example_script_args": "offline_rl.algorithms.example_scripts",
+    "run_rllib_example_script_experiment": "offline_rl.algorithms.example_scripts",
+    "should_stop": "offline_rl.algorithms.example_scripts",
 }
 
 __all__ = [
@@ -85,7 +95,14 @@ __all__ = [
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
     "INPUT_ENV_SPACES",
+    "NUM_ENV_STEPS_SAMPLED_LIFETIME",
+    "NUM_ENV_STEPS_TRAINED",
+    "NUM_ENV_STEPS_TRAINED_LIFETIME",
     "SCHEMA",
+    "TIMERS",
+    "TRAINING_ITERATION",
+    "TRAINING_ITERATION_TIMER",
+    "TRAINING_STEP_TIMER",
     "ModuleID",
     "Columns",
     "flatten_dict",

@@ -67,6 +67,20 @@ def resolve_filesystem(filesystem: str | pafs.FileSystem | None,
                           f"pyarrow.fs.{name}: {error}") from error
 
 
+#: Ray Data's scheme for files on the driver's node (RLlib's examples use it): a local path.
+LOCAL_SCHEME = "local://"
+
+
+def without_local_scheme(path: str) -> str:
+    """``path`` without Ray Data's ``local://`` prefix (files on this node).
+
+    Examples:
+        >>> without_local_scheme("local:///data/cartpole"), without_local_scheme("s3://b/x")
+        ('/data/cartpole', 's3://b/x')
+    """
+    return path[len(LOCAL_SCHEME):] if path.startswith(LOCAL_SCHEME) else path
+
+
 def is_uri(path: str) -> bool:
     """Whether ``path`` has a scheme (``s3://``, ``gs://``, ``file://``, ...)."""
     return bool(_URI.match(path))

@@ -20,6 +20,22 @@ LEARNER_RESULTS = "learners"
 OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
 #: ``result[EVALUATION_RESULTS][OFF_POLICY_ESTIMATION][name]``: an off-policy estimate.
 OFF_POLICY_ESTIMATION = "off_policy_estimation"
+#: ``result[TRAINING_ITERATION]``: the iterations so far (Ray Tune's key). RLlib's
+#: ``TRAINING_ITERATION_TIMER`` is the same string: ``result[TIMERS][TRAINING_ITERATION_TIMER]``
+#: is the iteration's seconds, and a ``stop`` dict keyed by it stops at that many iterations.
+TRAINING_ITERATION = "training_iteration"
+TIMERS = "timers"
+TRAINING_ITERATION_TIMER = "training_iteration"
+#: ``result[TIMERS][TRAINING_STEP_TIMER]``: the mean seconds of one round of updates.
+TRAINING_STEP_TIMER = "training_step"
+#: ``result[NUM_TRAINING_STEP_CALLS_PER_ITERATION]``: rounds of updates in the iteration.
+NUM_TRAINING_STEP_CALLS_PER_ITERATION = "num_training_step_calls_per_iteration"
+#: ``result[NUM_ENV_STEPS_SAMPLED_LIFETIME]``: rows read from the data so far (RLlib's offline
+#: algorithms count them so: offline, rows sampled are rows trained on).
+NUM_ENV_STEPS_SAMPLED_LIFETIME = "num_env_steps_sampled_lifetime"
+#: ``result[LEARNER_RESULTS][ALL_MODULES][NUM_ENV_STEPS_TRAINED(_LIFETIME)]``.
+NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
+NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"
 #: RLlib's type of module ids (``ray.rllib.utils.typing.ModuleID``).
 ModuleID = str
 #: The one module a single-agent algorithm trains.

@@ -15,13 +15,18 @@ import ray
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.module_statistics import with_observation_statistics
 from offline_rl.algorithms.ray_start import start_ray
-from offline_rl.algorithms.train_results import data_figures, mean_learner_metrics
+from offline_rl.algorithms.train_results import (
+    data_figures,
+    mean_learner_metrics,
+    merged_rounds,
+)
 from offline_rl.data.mixed_data import open_offline_data
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
+from offline_rl.evaluation.smoothing import SmoothedEpisodes
 from offline_rl.models.multi_rl_module import MultiRLModule
 from offline_rl.names import (
     ALL_MODULES,
@@ -32,8 +37,14 @@ from offline_rl.names import (
     ENV_RUNNER_RESULTS,
     EVALUATION_RESULTS,
     LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_TRAINING_STEP_CALLS_PER_ITERATION,
     OFF_POLICY_ESTIMATION,
     OFFLINE_EVAL_RESULTS,
+    TIMERS,
+    TRAINING_ITERATION,
+    TRAINING_ITERATION_TIMER,
+    TRAINING_STEP_TIMER,
 )
 from offline_rl.recording.recorder import Recorder, check_output, checked_env_runner_cpus
 from offline_rl.recording.recorder_config import RecorderConfig
@@ -107,6 +118,8 @@ class Algorithm:
             raise
         self.iteration = 0
         self.num_env_steps_trained_lifetime = 0
+        self._smoothed = SmoothedEpisodes(
+            self.config.sections.reporting.metrics_num_episodes_for_smoothing)
         self._train_time_s = 0.0
         self.build_time_s = time.perf_counter() - started
 
@@ -218,9 +231,10 @@ class Algorithm:
         sampled = None if self.online is None else self.online.before_update()
         try:
             with self.offline_data.naming_damaged_files():
-                per_learner = self.learner_group.train()
+                rounds, updating_s = self._update_rounds(started)
         except Exception as error:
             raise name_iteration(error, self.iteration + 1)  # noqa: B904 (it is the error)
+        per_learner = merged_rounds(rounds)
         steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
         optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1
@@ -228,7 +242,11 @@ class Algorithm:
         elapsed = time.perf_counter() - started
         self._train_time_s += elapsed
         result: dict[str, Any] = {
-            "training_iteration": self.iteration,
+            TRAINING_ITERATION: self.iteration,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_trained_lifetime,
+            NUM_TRAINING_STEP_CALLS_PER_ITERATION: len(rounds),
+            TIMERS: {TRAINING_ITERATION_TIMER: elapsed,
+                     TRAINING_STEP_TIMER: updating_s / len(rounds)},
             LEARNER_RESULTS: {
                 DEFAULT_MODULE_ID: {**mean_learner_metrics(per_learner),
                                     "num_module_steps_trained": steps},
@@ -259,6 +277,26 @@ class Algorithm:
             result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
                 self.evaluate_offline())
         return result
+
+    def _update_rounds(self, started: float) -> tuple[list[list[dict[str, Any]]], float]:
+        """Rounds of ``dataset_num_iters_per_learner`` updates (each learner's figures per
+        round; RLlib's ``training_step`` calls): one, or as many as ``reporting()``'s minimum
+        time and rows ask for; and the seconds they took."""
+        reporting = self.config.sections.reporting
+        rounds: list[list[dict[str, Any]]] = []
+        rows, updating_s = 0, 0.0
+        while True:
+            round_started = time.perf_counter()
+            rounds.append(self.learner_group.train())
+            updating_s += time.perf_counter() - round_started
+            trained = sum(learner["num_module_steps_trained"] for learner in rounds[-1])
+            rows += trained
+            if not reporting.repeats_updates() or not trained:  # no data left to train on
+                return rounds, updating_s
+            if (time.perf_counter() - started >= (reporting.min_time_s_per_iteration or 0)
+                    and rows >= (reporting.min_train_timesteps_per_iteration or 0)
+                    and rows >= (reporting.min_sample_timesteps_per_iteration or 0)):
+                return rounds, updating_s
 
     @surface_errors
     def evaluate_offline(self) -> dict[str, Any]:
@@ -301,11 +339,12 @@ class Algorithm:
 
     def _finish_evaluation(self, started: float, pending: Any) -> dict[str, Any]:
         if pending is None:
-            episodes = self.evaluator.evaluate(self.module.compute_actions,
-                                               self.config.sections.evaluation.evaluation_duration)
+            returns, lengths = self.evaluator.evaluate_episodes(
+                self.module.compute_actions, self.config.sections.evaluation.evaluation_duration)
         else:
-            episodes = self.evaluation_runners.result(pending)
-        return {ENV_RUNNER_RESULTS: episodes, "evaluation_time_s": time.perf_counter() - started}
+            returns, lengths = self.evaluation_runners.episodes(pending)
+        return {ENV_RUNNER_RESULTS: self._smoothed.statistics(returns, lengths),
+                "evaluation_time_s": time.perf_counter() - started}
 
     def _record(self) -> dict[str, Any]:
         started = time.perf_counter()

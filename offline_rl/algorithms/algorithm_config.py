@@ -258,6 +258,22 @@ class AlgorithmConfig(FlatAccess):
             evaluation_config = evaluation_overrides(evaluation_config, self)
         return self._set(self.sections.evaluation, locals())
 
+    def reporting(self, *, min_time_s_per_iteration: float | None = NotProvided,
+                  min_train_timesteps_per_iteration: int | None = NotProvided,
+                  min_sample_timesteps_per_iteration: int | None = NotProvided,
+                  metrics_num_episodes_for_smoothing: int | None = NotProvided,
+                  keep_per_episode_custom_metrics: bool = NotProvided,
+                  metrics_episode_collection_timeout_s: float = NotProvided,
+                  log_gradients: bool = NotProvided,
+                  custom_stats_cls_lookup: dict[str, type] = NotProvided) -> AlgorithmConfig:
+        """RLlib's reporting settings: each ``train()`` repeats its round of updates until
+        ``min_time_s_per_iteration`` seconds, ``min_train_timesteps_per_iteration`` rows
+        trained and ``min_sample_timesteps_per_iteration`` rows read have passed;
+        ``metrics_num_episodes_for_smoothing`` averages the evaluation's return over the last
+        N episodes. The others are RLlib's metrics machinery: their defaults are taken, other
+        values refused (see ``ReportingConfig``)."""
+        return self._set(self.sections.reporting, locals())
+
     def framework(self, framework: str = "torch") -> AlgorithmConfig:
         """RLlib's deep-learning framework choice: offline-rl's learners are torch only, so
         any other is a ``ConfigError``."""

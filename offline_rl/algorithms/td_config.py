@@ -3,10 +3,17 @@ returns (their target is ``td_target``)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from offline_rl.settings.hyperparameters import Hyperparameters
-from offline_rl.settings.options import AN_INT_AT_LEAST_1, finite_number, option
+from offline_rl.settings.options import (
+    A_BOOL,
+    AN_INT_AT_LEAST_0,
+    AN_INT_AT_LEAST_1,
+    finite_number,
+    option,
+)
 
 #: Checks shared by the algorithms' hyperparameters.
 A_DISCOUNT = finite_number("in [0, 1]", lambda value: 0 <= value <= 1)
@@ -35,3 +42,23 @@ class TDHyperparameters(Hyperparameters):
     def n_step_returns(self) -> tuple[int, float]:
         """``(n_step, gamma)``."""
         return self.n_step, self.gamma
+
+
+@dataclass
+class TwinQHyperparameters(TDHyperparameters):
+    """RLlib's SAC-family critic options: ``twin_q`` (two Q-networks, the minimum of whose
+    values is used; ``False``: the first alone) and ``target_network_update_freq`` (rows
+    trained on between two Polyak updates of the target Q-networks; at most a train batch:
+    after every update, as RLlib's 0)."""
+
+    twin_q: bool = option(True, A_BOOL)
+    target_network_update_freq: int = option(0, AN_INT_AT_LEAST_0)
+
+    def critics(self, values: tuple) -> tuple:
+        """The Q-values used of ``(q, q_twin)``: both, or with ``twin_q=False`` the first."""
+        return values if self.twin_q else values[:1]
+
+    def updates_target_now(self, num_updates: int, batch_size: int) -> bool:
+        """Whether update number ``num_updates`` (counted from 1) moves the targets."""
+        every = max(1, math.ceil(self.target_network_update_freq / batch_size))
+        return num_updates % every == 0

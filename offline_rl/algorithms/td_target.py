@@ -22,3 +22,11 @@ def td_target(batch: dict[str, torch.Tensor], next_value: torch.Tensor,
     discount = gamma ** batch[Columns.N_STEP].float() if Columns.N_STEP in batch else gamma
     not_done = 1.0 - batch[Columns.TERMINATEDS].float()
     return batch[Columns.REWARDS].float() + discount * not_done * next_value
+
+
+def min_q(values: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """The element-wise minimum of one or more Q-value tensors (twin critics, or one)."""
+    least = values[0]
+    for value in values[1:]:
+        least = torch.minimum(least, value)
+    return least

@@ -45,3 +45,37 @@ def data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> d
         figures["module_weights_staleness"] = {"mean": float(np.mean(staleness)),
                                                "max": float(np.max(staleness))}
     return figures
+
+
+#: Each learner's figures that add up over an iteration's rounds of updates.
+ADDITIVE_KEYS = ("num_module_steps_trained", "num_online_rows_trained", "num_updates",
+                 "num_optimizer_steps", "epochs_this_iter", "wait_s")
+
+
+def merged_rounds(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Each learner's figures over the rounds of updates of one iteration (RLlib's
+    ``training_step`` calls; ``reporting(min_time_s_per_iteration=...)`` runs several): counts,
+    planned updates and waits summed, loss metrics averaged weighted by updates, staleness and
+    mixed sources' rows over all rounds, the stream's state (epochs, rows) as it ends."""
+    if len(rounds) == 1:
+        return rounds[0]
+    merged = []
+    for learner_rounds in zip(*rounds, strict=True):
+        last = dict(learner_rounds[-1])
+        for key in ADDITIVE_KEYS:
+            last[key] = sum(learner[key] for learner in learner_rounds)
+        planned = [learner["num_updates_planned"] for learner in learner_rounds]
+        last["num_updates_planned"] = None if None in planned else sum(planned)
+        weights = [(learner["num_updates"], learner["metrics"]) for learner in learner_rounds
+                   if learner["num_updates"]]
+        names = {name for _, metrics in weights for name in metrics}
+        last["metrics"] = {name: float(np.average(
+            [metrics[name] for _, metrics in weights if name in metrics],
+            weights=[count for count, metrics in weights if name in metrics]))
+            for name in sorted(names)}
+        last["staleness"] = [value for learner in learner_rounds for value in learner["staleness"]]
+        last["source_rows"] = {name: sum(learner["source_rows"].get(name, 0)
+                                         for learner in learner_rounds)
+                               for name in last["source_rows"]}
+        merged.append(last)
+    return merged

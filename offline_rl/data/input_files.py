@@ -41,7 +41,7 @@ from fnmatch import fnmatchcase
 import pyarrow.fs as pafs
 
 from offline_rl.errors import DataFormatError, DataNotFoundError
-from offline_rl.filesystems import absolute_path, filesystem_path, is_uri
+from offline_rl.filesystems import absolute_path, filesystem_path, is_uri, without_local_scheme
 
 #: Environment variable that overrides ``MAX_DATA_FILE_BYTES`` (a number of bytes).
 MAX_DATA_FILE_BYTES_ENV = "OFFLINE_RL_MAX_DATA_FILE_BYTES"
@@ -118,7 +118,7 @@ def input_paths(input_: str | os.PathLike | Sequence[str | os.PathLike],
     items = [input_] if isinstance(input_, str | os.PathLike) else list(input_)
     paths: list[str] = []
     for item in items:
-        path = os.fspath(item)
+        path = without_local_scheme(os.fspath(item))
         if not _GLOB_CHARS & set(path) or (filesystem is None and is_uri(path)):
             paths.append(path)
             continue

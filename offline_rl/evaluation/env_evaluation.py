@@ -42,9 +42,14 @@ class EnvEvaluator:
                  num_episodes: int) -> dict[str, int | float | None]:
         """Runs ``num_episodes`` complete episodes with ``compute_actions(obs_batch) ->
         actions``; returns their ``offline_rl.statistics.episode_statistics``."""
-        statistics = episode_statistics(*self.play(compute_actions, num_episodes))
+        return episode_statistics(*self.evaluate_episodes(compute_actions, num_episodes))
+
+    def evaluate_episodes(self, compute_actions: Callable[[np.ndarray], np.ndarray],
+                          num_episodes: int) -> tuple[list[float], list[int]]:
+        """``evaluate``'s episodes: their returns and lengths (a warning for those cut)."""
+        episodes = self.play(compute_actions, num_episodes)
         warn_cut(self.limits.take_cut()[1])
-        return statistics
+        return episodes
 
     def play(self, compute_actions: Callable[[np.ndarray], np.ndarray], num_episodes: int,
              first_episode: int = 0) -> tuple[list[float], list[int]]:

@@ -68,12 +68,16 @@ class EvaluationRunners:
     def result(self, pending: list[ray.ObjectRef]) -> dict[str, int | float | None]:
         """The statistics (``offline_rl.statistics.episode_statistics``) of started episodes
         (a warning for the episodes a runner cut)."""
+        return episode_statistics(*self.episodes(pending))
+
+    def episodes(self, pending: list[ray.ObjectRef]) -> tuple[list[float], list[int]]:
+        """``result``'s episodes: their returns and lengths (a warning for those cut)."""
         returns, lengths = [], []
         for runner_returns, runner_lengths, cut_notice in ray.get(pending):
             returns += runner_returns
             lengths += runner_lengths
             warn_cut(cut_notice)
-        return episode_statistics(returns, lengths)
+        return returns, lengths
 
     def stop(self) -> None:
         """Releases the actors (and their envs)."""

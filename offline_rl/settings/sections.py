@@ -14,6 +14,7 @@ from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.multi_agent import MultiAgentConfig, multi_agent_problems
 from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import Section
+from offline_rl.settings.reporting import ReportingConfig
 from offline_rl.settings.resources import EnvRunnersConfig, LearnersConfig, ResourcesConfig
 from offline_rl.settings.rl_module import RLModuleConfig
 from offline_rl.settings.sources import is_mixed, mix_problem, weighted_sources
@@ -21,7 +22,7 @@ from offline_rl.settings.training import TrainingConfig
 
 #: ``to_dict``'s sections (the builder methods), in the order it writes them.
 LAYOUT = ("environment", "training", "learners", "resources", "env_runners", "offline_data",
-          "evaluation", "checkpointing", "rl_module", "multi_agent", "debugging")
+          "evaluation", "reporting", "checkpointing", "rl_module", "multi_agent", "debugging")
 
 
 @dataclass
@@ -42,6 +43,7 @@ class ConfigSections(SectionGroup):
     env_runners: EnvRunnersConfig = field(default_factory=EnvRunnersConfig)
     offline_data: OfflineDataConfig = field(default_factory=OfflineDataConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    reporting: ReportingConfig = field(default_factory=ReportingConfig)
     checkpointing: CheckpointingConfig = field(default_factory=CheckpointingConfig)
     rl_module: RLModuleConfig = field(default_factory=RLModuleConfig)
     multi_agent: MultiAgentConfig = field(default_factory=MultiAgentConfig)

@@ -14,7 +14,7 @@ from offline_rl.algorithms.td_config import (
     A_POLYAK_COEFFICIENT,
     NON_NEGATIVE,
     POSITIVE,
-    TDHyperparameters,
+    TwinQHyperparameters,
 )
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
 from offline_rl.settings.options import (
@@ -32,7 +32,7 @@ SQUASHED_ACTOR_CRITIC_MODULE = (
 
 
 @dataclass
-class CQLHyperparameters(TDHyperparameters):
+class CQLHyperparameters(TwinQHyperparameters):
     """CQL's hyperparameters (see ``CQLConfig.training``)."""
 
     actor_lr: LearningRate = option(1e-4, learning_rate_problem)
@@ -85,6 +85,8 @@ class CQLConfig(AlgorithmConfig):
                  min_q_weight: float = NotProvided, num_actions: int = NotProvided,
                  temperature: float = NotProvided, bc_iters: int = NotProvided,
                  lagrangian: bool = NotProvided, lagrangian_thresh: float = NotProvided,
+                 twin_q: bool = NotProvided,
+                 target_network_update_freq: int = NotProvided,
                  **kwargs: Any) -> CQLConfig:
         """``AlgorithmConfig.training``'s settings plus CQL's. SAC's part: the learning rates
         of the policy, the twin Q-networks and the entropy temperature (``lr`` is unused);
@@ -100,7 +102,8 @@ class CQLConfig(AlgorithmConfig):
         less its log-density), minus ``Q(s, a_data)``; with ``lagrangian`` that weight is
         also scaled by a multiplier (learning rate ``alpha_lr``) tuned so the penalty stays
         near ``lagrangian_thresh``;
-        for the first ``bc_iters`` updates the policy is trained by behavior cloning."""
+        for the first ``bc_iters`` updates the policy is trained by behavior cloning.
+        RLlib's ``twin_q`` and ``target_network_update_freq``: see ``TwinQHyperparameters``."""
         super().training(**kwargs)
         return self._set(self.sections.hyperparameters, locals())
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
-from offline_rl.algorithms.td_target import td_target
+from offline_rl.algorithms.td_target import min_q, td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
 
@@ -94,7 +94,7 @@ class CQLTorchLearner(Learner):
         q_data = module.q_values(obs, actions)
         check_per_row("td_loss", len(obs), target=target, q_value=q_data[0],
                       q_twin_value=q_data[1])
-        td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_data)
+        td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in config.critics(q_data))
         candidates, candidate_logp = self._candidate_actions(
             policy_actions[:, 1:].detach(), policy_logp[:, 1:].detach(),
             next_actions[:, 1:], next_logp[:, 1:])
@@ -103,7 +103,7 @@ class CQLTorchLearner(Learner):
         penalties = torch.stack([
             conservative_penalty(q.view(len(obs), -1) - candidate_logp, q_taken,
                                  config.temperature)
-            for q, q_taken in zip(candidate_q, q_data)])
+            for q, q_taken in zip(config.critics(candidate_q), config.critics(q_data))])
         multiplier = (self.log_lagrange.exp().clamp(max=MAX_LAGRANGE_MULTIPLIER)
                       if config.lagrangian else torch.ones((), device=self.device))
         conservative = config.min_q_weight * (penalties - (config.lagrangian_thresh
@@ -114,7 +114,7 @@ class CQLTorchLearner(Learner):
             dist = module.get_train_action_dist_cls().from_logits(dist_inputs)
             policy_gain = dist.logp(actions)
         else:
-            policy_gain = torch.minimum(*module.q_values(obs, sampled_action))
+            policy_gain = min_q(config.critics(module.q_values(obs, sampled_action)))
         check_per_row("policy_loss", len(obs), sampled_logp=sampled_logp,
                       policy_gain=policy_gain)
         policy_loss = (alpha * sampled_logp - policy_gain).mean()
@@ -132,13 +132,13 @@ class CQLTorchLearner(Learner):
                     sampled_action: torch.Tensor, entropy_term: torch.Tensor) -> torch.Tensor:
         """The TD target's value of ``s'``: ``min_i Q_target_i(s', a')`` at the policy's mean
         action, or with ``soft_q_backup`` at a sampled one, less the entropy term."""
-        module = self.module
-        if self.config.hyperparameters.soft_q_backup:
-            return torch.minimum(*module.q_values(next_obs, sampled_action, target=True)
-                                 ) - entropy_term
+        module, config = self.module, self.config.hyperparameters
+        if config.soft_q_backup:
+            return min_q(config.critics(module.q_values(next_obs, sampled_action, target=True))
+                         ) - entropy_term
         mean_action = module.get_train_action_dist_cls().from_logits(
             next_dist_inputs).deterministic_sample()
-        return torch.minimum(*module.q_values(next_obs, mean_action, target=True))
+        return min_q(config.critics(module.q_values(next_obs, mean_action, target=True)))
 
     def _candidate_actions(self, policy_actions: torch.Tensor, policy_logp: torch.Tensor,
                            next_actions: torch.Tensor, next_logp: torch.Tensor
@@ -152,8 +152,12 @@ class CQLTorchLearner(Learner):
                 torch.cat([uniform_logp, policy_logp, next_logp], dim=1))
 
     def after_gradient_based_update(self) -> None:
-        """Moves the target Q-networks ``tau`` towards the Q-networks."""
-        self.module.update_targets(self.config.hyperparameters.tau)
+        """Moves the target Q-networks ``tau`` towards the Q-networks (every update, or as
+        ``target_network_update_freq`` says)."""
+        config = self.config.hyperparameters
+        if config.updates_target_now(self.num_updates + 1,
+                                     self.config.training.train_batch_size_per_learner):
+            self.module.update_targets(config.tau)
 
     def get_state(self) -> dict[str, Any]:
         """The base state plus the log temperature and the log multiplier."""

@@ -8,7 +8,11 @@ from typing import Any
 
 from offline_rl.algorithms.algorithm import Algorithm
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, POSITIVE, TDHyperparameters
+from offline_rl.algorithms.td_config import (
+    A_POLYAK_COEFFICIENT,
+    POSITIVE,
+    TwinQHyperparameters,
+)
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
 from offline_rl.settings.options import finite_number, option
 
@@ -17,7 +21,7 @@ ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLM
 
 
 @dataclass
-class IQLHyperparameters(TDHyperparameters):
+class IQLHyperparameters(TwinQHyperparameters):
     """IQL's hyperparameters (see ``IQLConfig.training``)."""
 
     actor_lr: LearningRate = option(3e-4, learning_rate_problem)
@@ -69,6 +73,8 @@ class IQLConfig(AlgorithmConfig):
                  n_step: int = NotProvided,
                  expectile: float = NotProvided, beta: float = NotProvided,
                  max_advantage_weight: float = NotProvided, tau: float = NotProvided,
+                 twin_q: bool = NotProvided,
+                 target_network_update_freq: int = NotProvided,
                  **kwargs: Any) -> IQLConfig:
         """``AlgorithmConfig.training``'s settings plus IQL's: the learning rates of the
         policy, the Q-networks and the V-network (``lr`` is unused); the discount ``gamma``;
@@ -76,7 +82,8 @@ class IQLConfig(AlgorithmConfig):
         the V-network fits of the target Q-values (0.5: their mean; near 1: their maximum
         over the logged actions); the inverse temperature ``beta`` of the advantage weights
         ``exp(beta * (Q - V))``, capped at ``max_advantage_weight``; and the Polyak
-        coefficient ``tau`` of the target Q-networks."""
+        coefficient ``tau`` of the target Q-networks; RLlib's ``twin_q`` and
+        ``target_network_update_freq`` (see ``TwinQHyperparameters``)."""
         super().training(**kwargs)
         return self._set(self.sections.hyperparameters, locals())
 

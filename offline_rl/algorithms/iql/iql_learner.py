@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from offline_rl.algorithms.td_target import td_target
+from offline_rl.algorithms.td_target import min_q, td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
 
@@ -60,13 +60,13 @@ class IQLTorchLearner(Learner):
         module, config = self.module, self.config.hyperparameters
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
         with torch.no_grad():
-            target_q = torch.minimum(*module.q_values(obs, actions, target=True))
+            target_q = min_q(config.critics(module.q_values(obs, actions, target=True)))
             target = td_target(batch, module.state_value(batch[Columns.NEXT_OBS]), config.gamma)
         value = module.state_value(obs)
         value_loss = expectile_loss(target_q - value, config.expectile)
         q_value, q_twin_value = module.q_values(obs, actions)
-        critic_loss = (torch.nn.functional.mse_loss(q_value, target)
-                       + torch.nn.functional.mse_loss(q_twin_value, target))
+        critic_loss = sum(torch.nn.functional.mse_loss(q, target)
+                          for q in config.critics((q_value, q_twin_value)))
         weights = torch.exp(config.beta * (target_q - value.detach())).clamp(
             max=config.max_advantage_weight)
         dist = module.get_train_action_dist_cls().from_logits(
@@ -81,5 +81,9 @@ class IQLTorchLearner(Learner):
         return losses, stats
 
     def after_gradient_based_update(self) -> None:
-        """Moves the target Q-networks ``tau`` towards the Q-networks."""
-        self.module.update_targets(self.config.hyperparameters.tau)
+        """Moves the target Q-networks ``tau`` towards the Q-networks (every update, or as
+        ``target_network_update_freq`` says)."""
+        config = self.config.hyperparameters
+        if config.updates_target_now(self.num_updates + 1,
+                                     self.config.training.train_batch_size_per_learner):
+            self.module.update_targets(config.tau)
