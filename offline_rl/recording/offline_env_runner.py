@@ -52,7 +52,7 @@ class OfflineSingleAgentEnvRunner:
     @surface_errors
     def __init__(self, config: Any, worker_index: int = 0):
         recorder_config = config.recorder_config()
-        check_output(recorder_config, input_=None)
+        check_output(recorder_config)
         if recorder_config.environment.env is None:
             raise ConfigError("OfflineSingleAgentEnvRunner plays an env: set "
                               "config.environment(env=...)")
