@@ -74,6 +74,7 @@ _LAZY = {
     "MultiRLModuleSpec": "offline_rl.models.multi_rl_module",
     "DefaultModelConfig": "offline_rl.models.model_config",
     "ExperienceLogger": "offline_rl.recording.experience_logger",
+    "OfflineSingleAgentEnvRunner": "offline_rl.recording.offline_env_runner",
     "JsonWriter": "offline_rl.recording.json_writer",
     "SampleBatch": "offline_rl.episodes.sample_batch",
     "MultiAgentBatch": "offline_rl.episodes.sample_batch",

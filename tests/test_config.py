@@ -146,9 +146,34 @@ def test_output_options_are_checked(options, message):
         valid().offline_data(**options).validate()
 
 
-def test_recording_runs_only_complete_episodes():
-    with pytest.raises(ConfigError, match=r"batch_mode: must be 'complete_episodes'"):
-        valid().env_runners(batch_mode="truncate_episodes").validate()
+def test_env_runner_options_take_rllibs_values_and_the_sampler_plays_whole_episodes():
+    valid().env_runners(batch_mode="truncate_episodes", rollout_fragment_length=1000,
+                        num_env_runners=0).validate()
+    with pytest.raises(ConfigError, match=r"batch_mode: must be one of \('complete_episodes', "
+                                          r"'truncate_episodes'\), got 'fragments'"):
+        valid().env_runners(batch_mode="fragments").validate()
+    with pytest.raises(ConfigError, match=r"rollout_fragment_length: must be 'auto' or an int "
+                                          r">= 1, got 0"):
+        valid().env_runners(rollout_fragment_length=0).validate()
+    with pytest.raises(ConfigError, match=r"num_env_runners: must be an int >= 0, got -1"):
+        valid().env_runners(num_env_runners=-1).validate()
+    sampling = valid().environment("CartPole-v1").offline_data(
+        input_={"data/cartpole": 0.5, "sampler": 0.5})
+    with pytest.raises(ConfigError, match=r"batch_mode: the 'sampler' of input_ plays whole "
+                                          r"episodes.*OfflineSingleAgentEnvRunner"):
+        sampling.copy().env_runners(batch_mode="truncate_episodes").validate()
+    with pytest.raises(ConfigError, match=r"rollout_fragment_length: the 'sampler'"):
+        sampling.copy().env_runners(rollout_fragment_length=10).validate()
+
+
+def test_model_config_dict_is_rllibs_older_name_of_model_config():
+    config = valid().rl_module(model_config_dict={"fcnet_hiddens": [32],
+                                                  "fcnet_activation": "linear",
+                                                  "vf_share_layers": True})
+    assert config.model_config["fcnet_hiddens"] == [32]
+    with pytest.raises(ConfigError, match=r"model_config_dict=\.\.\.\) is RLlib's older name "
+                                          r"of model_config: give one of them"):
+        valid().rl_module(model_config={}, model_config_dict={})
 
 
 def test_every_error_is_reported_at_once():

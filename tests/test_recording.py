@@ -204,8 +204,8 @@ def test_recorder_actors_write_the_rllib_folder_layout_and_data_trains(ray_sessi
         stats = recorder.record(6, progress=False)
         files = recorder.stop()
     assert list(stats) == STATISTICS and stats["num_episodes"] == 6
-    assert {Path(f).parent.name for f in files} == {f"run-{recorder.run_id}-000000-00000",
-                                                   f"run-{recorder.run_id}-000001-00000"}
+    assert {Path(f).parent.name for f in files} == {"run-000000-00001", "run-000001-00001"}
+    assert all(Path(f).name.startswith(f"{recorder.run_id}-part-") for f in files)
     assert all(Path(f).parent.parent.name == "cartpole-v1" for f in files)
     table = read_files(tmp_path / "out")
     assert table.num_rows == stats["num_env_steps"]

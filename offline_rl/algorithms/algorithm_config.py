@@ -147,14 +147,19 @@ class AlgorithmConfig(FlatAccess):
                     num_envs_per_env_runner: int = NotProvided,
                     num_cpus_per_env_runner: float | str = NotProvided,
                     batch_mode: str = NotProvided,
+                    rollout_fragment_length: int | str = NotProvided,
                     max_episode_steps: int | None = NotProvided,
                     sample_timeout_s: float | None = NotProvided) -> AlgorithmConfig:
         """The Ray actors that play the policy when recording (``Recorder``, or ``evaluate()``
-        with ``offline_data(output=...)``) and for the ``"sampler"`` of ``input_``: how many,
-        envs per actor, CPUs per actor ("auto": 1 where they fit beside the rest of the run,
-        else 0, sharing the CPUs). ``max_episode_steps`` cuts every episode offline-rl plays
-        (evaluation's too) at that many steps (``None``: the env spec's); an episode of theirs
-        that runs ``sample_timeout_s`` seconds without ending raises ``EnvError``."""
+        with ``offline_data(output=...)``) and for the ``"sampler"`` of ``input_``: how many
+        (0, RLlib's "no remote runners", plays with one), envs per actor, CPUs per actor
+        ("auto": 1 where they fit beside the rest of the run, else 0, sharing the CPUs).
+        ``max_episode_steps`` cuts every episode offline-rl plays (evaluation's too) at that
+        many steps (``None``: the env spec's); an episode of theirs that runs
+        ``sample_timeout_s`` seconds without ending raises ``EnvError``. ``batch_mode`` and
+        ``rollout_fragment_length`` size ``OfflineSingleAgentEnvRunner.sample()`` (see
+        ``EnvRunnersConfig``); the sampler plays whole episodes, as many steps as
+        ``training_intensity`` asks."""
         return self._set(self.sections.env_runners, locals())
 
     def offline_data(self, *, input_: str | list[str] | Callable[..., Any] = NotProvided,
@@ -288,8 +293,8 @@ class AlgorithmConfig(FlatAccess):
         return self._set(self.sections.checkpointing, locals())
 
     def rl_module(self, *, model_config: dict[str, Any] | DefaultModelConfig = NotProvided,
-                  rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = NotProvided
-                  ) -> AlgorithmConfig:
+                  rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = NotProvided,
+                  model_config_dict: dict[str, Any] = NotProvided) -> AlgorithmConfig:
         """The policy network: ``model_config`` keys (``fcnet_hiddens``, ``fcnet_activation``,
         ...) for the default module, or a full ``RLModuleSpec``. The keys given replace
         those set before; the others, such as an algorithm's defaults, stay. A multi-agent
@@ -300,7 +305,14 @@ class AlgorithmConfig(FlatAccess):
             >>> from offline_rl import TD3BCConfig
             >>> TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [64]}).model_config
             {'fcnet_hiddens': [64], 'fcnet_activation': 'relu', 'bound_mean': True}
+
+        ``model_config_dict`` is RLlib's older name of ``model_config`` (give one of them).
         """
+        if model_config_dict is not NotProvided:
+            if model_config is not NotProvided:
+                raise ConfigError("rl_module(model_config_dict=...) is RLlib's older name of "
+                                  "model_config: give one of them")
+            model_config = model_config_dict
         if isinstance(model_config, DefaultModelConfig):
             model_config = model_config.to_dict()
         if model_config is not NotProvided:

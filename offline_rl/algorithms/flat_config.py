@@ -208,6 +208,7 @@ OLD_STACK_KEYS: dict[str, OldKey] = {
                           lambda n, _: {"num_env_runners": n} if n else {}),
     "evaluation_num_workers": OldKey("evaluation_num_env_runners",
                                      lambda n, _: {"evaluation_num_env_runners": n}),
+    "model_config_dict": OldKey("model_config", lambda spec, _: {"model_config": spec}),
     "train_batch_size": OldKey("train_batch_size_per_learner",
                                lambda n, _: {"train_batch_size_per_learner": n}),
     "shuffle_buffer_size": OldKey(Rule("an int >= 0 (train batches shuffled across)",

@@ -37,8 +37,8 @@ def sampler_cpus(config: Any) -> float:
     if not (is_mixed(input_) and weighted_sources(input_)[1]):
         return 0
     runners = sections.env_runners
-    return runners.num_env_runners * env_runner_cpus(runners.num_cpus_per_env_runner,
-                                                     runners.num_env_runners)
+    return runners.runner_actors * env_runner_cpus(runners.num_cpus_per_env_runner,
+                                                   runners.runner_actors)
 
 
 def env_steps_per_round(data_config: Any) -> int:

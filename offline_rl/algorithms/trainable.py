@@ -134,7 +134,7 @@ def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
             sections.resources.num_cpus_for_main_process, env_runners.num_cpus_per_env_runner,
             pool.get("num_cpus", AUTO)))
     runners = sections.evaluation.evaluation_num_env_runners or (
-        env_runners.num_env_runners if sections.offline_data.output else 0)
+        env_runners.runner_actors if sections.offline_data.output else 0)
     main = {"CPU": main_cpus, "GPU": 0 if remote else learners.num_gpus_per_learner}
     work = {"CPU": READ_TASK_CPUS + actors * actor_cpus + remote * learner_cpus
             + runners * runner_cpus,

@@ -91,7 +91,7 @@ def make_dataset(env_id: str, out: str | Path, *, tier: str = "expert", episodes
                                                   desc=f"recording {env_id} ({tier})",
                                                   disable=not progress))
         writer.flush()
-        for relative in writer.files_written:  # run-<run id> folders: no name is taken yet
+        for relative in writer.files_written:  # file names hold the run id: none is taken yet
             (Path(folder) / relative).parent.mkdir(parents=True, exist_ok=True)
             os.rename(staging / relative, Path(folder) / relative)
     except OSError as error:  # a full disk, a file over the size limit

@@ -71,8 +71,11 @@ def env_action(action: Any, space: gym.Space) -> Any:
 
 def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
             seed: int | None = None, on_episode_start: Callable[[int], None] | None = None,
-            limits: EpisodeLimits | None = None) -> Iterator[SingleAgentEpisode]:
+            limits: EpisodeLimits | None = None, max_steps: int | None = None
+            ) -> Iterator[SingleAgentEpisode]:
     """Yields ``num_episodes`` complete episodes as they finish, stepping ``envs`` side by side.
+    With ``max_steps`` it stops after that many env steps in all: the episodes still running
+    then are yielded cut, ending truncated (an episode not stepped yet is dropped).
 
     Episode ``i`` is reset with ``seed + i``; ``on_episode_start(i)`` runs first (e.g. to pick a
     sub-policy per episode). Each env gets ``env_action`` of the policy's action; the episode
@@ -86,7 +89,7 @@ def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
     running: dict[int, SingleAgentEpisode] = {}
     numbers: dict[int, int] = {}
     begun: dict[int, float] = {}
-    started = 0
+    started = taken = 0
 
     def start(slot: int) -> None:
         nonlocal started
@@ -103,7 +106,7 @@ def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
     for slot in range(min(len(envs), num_episodes)):
         start(slot)
     while running:
-        slots = list(running)
+        slots = list(running)[:None if max_steps is None else max_steps - taken]
         actions, extras = policy(np.stack([running[s].get_observations(-1) for s in slots]))
         for row, slot in enumerate(slots):
             episode, env = running[slot], envs[slot]
@@ -116,10 +119,17 @@ def rollout(envs: Sequence[gym.Env], policy: BatchPolicy, num_episodes: int, *,
                                  terminated=np.bool_(terminated), truncated=np.bool_(truncated),
                                  infos=info,
                                  extra_model_outputs={k: v[row] for k, v in extras.items()})
+            taken += 1
             if episode.is_done:
                 del running[slot]
                 yield episode.to_numpy()
-                if started < num_episodes:
+                if started < num_episodes and (max_steps is None or taken < max_steps):
                     start(slot)
             else:
                 limits.check_time(env, begun[slot], len(episode), numbers[slot])
+        if max_steps is not None and taken >= max_steps:
+            for episode in running.values():
+                if len(episode):
+                    episode.is_truncated = np.bool_(True)
+                    yield episode.to_numpy()
+            return

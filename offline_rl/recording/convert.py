@@ -180,7 +180,7 @@ def sample_batches_to_episodes(input_: str | list[str], output: str, *,
 def minari_to_episodes(dataset_id: str, output: str, *, max_rows_per_file: int | None = None,
                        overwrite: bool = False) -> dict[str, Any]:
     """Converts a local Minari dataset (``minari.load_dataset(dataset_id)``) into episodes
-    Parquet, written by ``EpisodeWriter`` under ``output/<dataset id>/run-<run id>-000000-<n>/``
+    Parquet, written by ``EpisodeWriter`` under ``output/<dataset id>/run-000000-<n>/``
     ("/" in the id becomes "_"), with its observation and action spaces. Needs
     ``pip install minari``; only array observations are supported. ``overwrite`` and the
     returned summary are as for ``tabular_to_episodes``.

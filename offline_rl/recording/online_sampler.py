@@ -65,7 +65,7 @@ from offline_rl.statistics import episode_statistics
 
 
 class OnlineSampler:
-    """``config.env_runners.num_env_runners`` actors with ``num_cpus_per_env_runner`` CPUs
+    """``config.env_runners.runner_actors`` actors with ``num_cpus_per_env_runner`` CPUs
     each (0 shares the CPUs) playing the module of ``module_spec``; with ``record``, writing
     their episodes to ``config.offline_data.output``. Counts env steps and episodes over its
     life (``state``/``set_state`` keep the counts across checkpoints)."""
@@ -76,7 +76,7 @@ class OnlineSampler:
         run_id = new_run_id() if record else None
         runner = ray.remote(num_cpus=cpus, max_restarts=0)(_SamplerRunner)
         self.runners = [runner.remote(config, module_spec, index, run_id)
-                        for index in range(config.env_runners.num_env_runners)]
+                        for index in range(config.env_runners.runner_actors)]
         self._pending: list[ray.ObjectRef] = []
         self.num_env_steps_sampled_lifetime = 0
         self.num_episodes_lifetime = 0

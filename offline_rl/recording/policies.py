@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from offline_rl.columns import Columns
@@ -62,3 +63,15 @@ class _ModulePolicy:
             actions = dist.sample()
             return actions.numpy(), {Columns.ACTION_LOGP: dist.logp(actions).numpy(),
                                      Columns.ACTION_DIST_INPUTS: inputs.numpy()}
+
+
+def random_policy(space: gym.Space, seed: int | None = None) -> BatchPolicy:
+    """Samples ``space`` (seeded with ``seed``) for each observation: RLlib's
+    ``random_actions=True``.
+
+    Examples:
+        >>> random_policy(gym.spaces.Discrete(2), seed=0)(np.zeros((3, 4)))[0].shape
+        (3,)
+    """
+    space.seed(seed)
+    return lambda obs: (np.stack([space.sample() for _ in range(len(obs))]), {})

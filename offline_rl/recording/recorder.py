@@ -16,7 +16,7 @@ from offline_rl.data.resources import env_runner_cpus
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
-from offline_rl.evaluation.rollout import make_env, rollout
+from offline_rl.evaluation.rollout import BatchPolicy, make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.placement import check_fits
 from offline_rl.recording.input_overlap import overlap_problem
@@ -37,11 +37,12 @@ RUNNER_SEED_STRIDE = 1_000_003
 
 class Recorder:
     """Records complete episodes of ``policy`` with ``config.env_runners.num_env_runners`` Ray
-    actors, each stepping ``num_envs_per_env_runner`` envs, written by an ``EpisodeWriter`` per
-    actor with the ``output*`` options of ``config.offline_data`` (or, when ``output`` is a
-    creator ``(IOContext) -> OutputWriter``, handed to the writer it builds per actor, one
-    ``SampleBatch`` per episode; ``stop()`` then returns no files). ``record(n)`` shows a
-    progress bar; ``stop()`` flushes what the actors still buffer and releases them.
+    actors (one for 0), each stepping ``num_envs_per_env_runner`` envs, written by an
+    ``EpisodeWriter`` per actor with the ``output*`` options of ``config.offline_data`` (or,
+    when ``output`` is a creator ``(IOContext) -> OutputWriter``, handed to the writer it
+    builds per actor, one ``SampleBatch`` per episode; ``stop()`` then returns no files).
+    ``record(n)`` shows a progress bar; ``stop()`` flushes what the actors still buffer and
+    releases them.
 
     Each Recorder is a run with its own id in its files' names, so recording again into the
     same folder adds episodes and never replaces earlier ones. An output folder that holds
@@ -81,7 +82,7 @@ class Recorder:
         self.config = config
         self.run_id = new_run_id()
         self.runners = [runner.remote(config, policy, index, self.run_id, overwrite)
-                        for index in range(config.env_runners.num_env_runners)]
+                        for index in range(config.env_runners.runner_actors)]
 
     @surface_errors
     def record(self, num_episodes: int, *, policy: Any = None,
@@ -142,9 +143,9 @@ def checked_env_runner_cpus(config: RecorderConfig, beside: float = 0.0) -> floa
     holds, see ``env_runner_cpus``); raises ``ResourceError`` when the actors cannot all be
     placed."""
     runners = config.env_runners
-    cpus = env_runner_cpus(runners.num_cpus_per_env_runner, runners.num_env_runners, beside)
-    check_fits(f"{runners.num_env_runners} env runner(s) x {cpus:g} CPU",
-               {"CPU": runners.num_env_runners * cpus},
+    cpus = env_runner_cpus(runners.num_cpus_per_env_runner, runners.runner_actors, beside)
+    check_fits(f"{runners.runner_actors} env runner(s) x {cpus:g} CPU",
+               {"CPU": runners.runner_actors * cpus},
                "lower num_env_runners (evaluation_num_env_runners when evaluate() records) or "
                "num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
     return cpus
@@ -178,14 +179,16 @@ def check_output(config: RecorderConfig, *, input_: Any = None, evaluation_input
 
 
 class _EnvRunner:
-    """One recording actor: its envs (made once, closed by ``stop``), the policy, its writer."""
+    """One recording actor: its envs (made once, closed by ``stop``), the policy (``None``:
+    given by ``set_policy`` before playing), its writer."""
 
     def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str,
                  overwrite: bool = False):
         self.config = config
         self.envs = [make_env(config.environment.env, config.environment.env_config)
                      for _ in range(config.env_runners.num_envs_per_env_runner)]
-        self.set_policy(policy)
+        if policy is not None:
+            self.set_policy(policy)
         self.index = index
         self.writer = runner_writer(config, index, run_id, overwrite)
         self.files: list[str] = []
@@ -200,20 +203,52 @@ class _EnvRunner:
             policy, "start_episode", None)
 
     def record(self, num_episodes: int) -> tuple[list[float], list[int], str | None]:
+        episodes = self.play(num_episodes)
+        return ([episode.get_return() for episode in episodes], [len(e) for e in episodes],
+                self.limits.take_cut()[1])
+
+    def play(self, num_episodes: int, *, steps: int | None = None, cut: bool = False,
+             policy: BatchPolicy | None = None) -> list[SingleAgentEpisode]:
+        """Plays and writes ``num_episodes`` whole episodes with the runner's policy (or
+        ``policy``); returns them. With ``steps``, stops at the first episode that ends once
+        that many env steps are played, or with ``cut`` after exactly that many, the episodes
+        still running then written cut, ending truncated (see ``rollout``)."""
         seed = self.config.debugging.seed
         first = (None if seed is None
                  else seed + RUNNER_SEED_STRIDE * self.index + self.episodes_started)
-        returns, lengths = [], []
-        for episode in rollout(self.envs, self.policy, num_episodes, seed=first,
-                               on_episode_start=self.on_episode_start, limits=self.limits):
+        started = 0
+
+        def on_start(number: int) -> None:
+            nonlocal started
+            started += 1
+            if self.on_episode_start is not None and policy is None:
+                self.on_episode_start(number)
+
+        episodes: list[SingleAgentEpisode] = []
+        for episode in rollout(self.envs, policy or self.policy, num_episodes, seed=first,
+                               on_episode_start=on_start, limits=self.limits,
+                               max_steps=steps if cut else None):
             try:
                 self.files += write_episode(self.writer, episode)
             except OSError as error:
                 raise self._write_failure(error) from None
-            returns.append(episode.get_return())
-            lengths.append(len(episode))
-        self.episodes_started += num_episodes
-        return returns, lengths, self.limits.take_cut()[1]
+            episodes.append(episode)
+            if steps is not None and not cut and sum(map(len, episodes)) >= steps:
+                break
+        self.episodes_started += started
+        return episodes
+
+    def flush(self) -> list[str]:
+        """Writes what the runner's ``EpisodeWriter`` buffers into a folder of its own;
+        returns the files."""
+        if not isinstance(self.writer, EpisodeWriter) or self.failed:
+            return []
+        try:
+            written = self.writer.flush()
+        except OSError as error:
+            raise self._write_failure(error) from None
+        self.files += written
+        return written
 
     def stop(self) -> list[str]:
         try:

@@ -1,8 +1,10 @@
 """``EpisodeWriter``: complete episodes -> Parquet (or JSON) files that offline-rl and RLlib read.
 
-Files go to ``<output>/<env-name>/run-<run id>-<runner:06d>-<write:05d>/part-<n:05d>.<ext>``,
-one folder per flush; the run id (``output_folder.new_run_id``: start time and a random suffix)
-keeps a second recording into the same folder from replacing the first one's files. After each
+Files go to ``<output>/<env-name>/run-<runner:06d>-<write:05d>/<run id>-part-<n:05d>.<ext>``,
+one folder per flush, named as RLlib's ``OfflineSingleAgentEnvRunner`` names them (writes
+counted from 1); the run id in the files' names (``output_folder.new_run_id``: start time and a
+random suffix) keeps a second recording into the same folder from replacing the first one's
+files. After each
 flush the writer lists the files it wrote, with their sizes and hashes, in its manifest,
 ``<output>/.offline-rl/<run id>-<runner>.json`` (see ``offline_rl.recording.manifests``).
 Each file is written in the output's hidden staging folder and moved into place when complete
@@ -61,7 +63,7 @@ class EpisodeWriter:
         >>> writer.add([episode])
         []
         >>> [path.rsplit("/", 2)[-2:] for path in writer.flush()]
-        [['run-20261126-064512-a1b2c3-000000-00000', 'part-00000.parquet']]
+        [['run-000000-00001', '20261126-064512-a1b2c3-part-00000.parquet']]
     """
 
     def __init__(self, output: str, *, env_name: str, runner_index: int = 0,
@@ -98,6 +100,7 @@ class EpisodeWriter:
         self._multi_agent: bool | None = None
         self._buffered_rows = 0
         self._buffered_bytes = 0
+        #: Flushes written (the next folder is numbered one more).
         self._writes = 0
         self.rows_written = 0
 
@@ -146,12 +149,12 @@ class EpisodeWriter:
             return []
         table = (_episodes_table(self._episodes) if self.write_episodes
                  else _tabular_table(self._episodes, self.compress_columns))
-        folder = f"{self.folder}/run-{self.run_id}-{self.runner_index:06d}-{self._writes:05d}"
+        folder = f"{self.folder}/run-{self.runner_index:06d}-{self._writes + 1:05d}"
         paths: list[str] = []
         try:
             for number, part in enumerate(self._parts(table)):
                 paths.append(self._write_atomically(
-                    part, f"{folder}/part-{number:05d}.{self.format}"))
+                    part, f"{folder}/{self.run_id}-part-{number:05d}.{self.format}"))
             written = [path[len(self.output) + 1:] for path in paths]
             self.manifest.add(written)
         except OSError:  # a full disk: no file of this flush is left to read as data

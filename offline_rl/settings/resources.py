@@ -61,17 +61,27 @@ class ResourcesConfig(Section):
 class EnvRunnersConfig(Section):
     """See ``AlgorithmConfig.env_runners``."""
 
-    #: Ray actors that play the policy when recording.
-    num_env_runners: int = option(1, AN_INT_AT_LEAST_1)
+    #: Ray actors that play the policy when recording; 0 (RLlib's: no remote env runners, the
+    #: driver's own plays) plays with one (``runner_actors``); ``OfflineSingleAgentEnvRunner``
+    #: plays in the process that builds it whatever this is.
+    num_env_runners: int = option(1, AN_INT_AT_LEAST_0)
     #: Vectorized envs per actor.
     num_envs_per_env_runner: int = option(1, AN_INT_AT_LEAST_1)
     #: CPUs per actor (evaluation runners too); ``"auto"``: 1 where the runners fit beside the
     #: rest of the run, else 0 (they share the CPUs).
     num_cpus_per_env_runner: float | str = option("auto", AUTO_OR_A_NUMBER_AT_LEAST_0)
-    #: RLlib's option; offline data holds whole episodes, so this is the one value.
-    batch_mode: str = option("complete_episodes", Rule(
-        "'complete_episodes' (offline data holds whole episodes)",
-        lambda value: value == "complete_episodes"))
+    #: How ``OfflineSingleAgentEnvRunner.sample(num_timesteps=n)`` ends (RLlib's option):
+    #: ``"complete_episodes"`` plays whole episodes until at least ``n`` steps;
+    #: ``"truncate_episodes"`` plays exactly ``n`` steps, the episodes still running then cut
+    #: and written as truncated. Episode counts (``sample(num_episodes=...)``,
+    #: ``Recorder.record``, ``evaluate()``) are always whole episodes.
+    batch_mode: str = option("complete_episodes", one_of("complete_episodes",
+                                                         "truncate_episodes"))
+    #: Env steps per env of ``OfflineSingleAgentEnvRunner.sample()`` called without
+    #: ``num_timesteps`` or ``num_episodes`` (RLlib's option); ``"auto"``: RLlib's, the
+    #: ``train_batch_size_per_learner`` shared over the env runners and their envs.
+    rollout_fragment_length: int | str = option("auto", Rule(
+        "'auto' or an int >= 1", lambda value: value == "auto" or AN_INT_AT_LEAST_1.holds(value)))
     #: Env steps at which an episode is cut, ending truncated (as gymnasium's ``TimeLimit``
     #: ends it), wherever offline-rl plays the env (sampler, evaluation, recording); ``None``:
     #: the env spec's ``max_episode_steps``, where it has one. Cut episodes are counted and
@@ -84,3 +94,9 @@ class EnvRunnersConfig(Section):
     #: ``None``: no limit.
     sample_timeout_s: float | None = option(60.0, optional(A_NUMBER_ABOVE_0,
                                                            "None (no limit)"))
+
+    @property
+    def runner_actors(self) -> int:
+        """The env runner actors a ``Recorder`` or the sampler starts: ``num_env_runners``,
+        and one for 0."""
+        return max(1, self.num_env_runners)

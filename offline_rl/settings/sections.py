@@ -68,6 +68,15 @@ class ConfigSections(SectionGroup):
         if self.environment.env is None and samples:
             problems.append(("input_", "'sampler' plays the policy in an env: set config."
                              "environment(env=...), or drop 'sampler' from input_"))
+        runners = self.env_runners
+        if samples and (runners.batch_mode != "complete_episodes"
+                        or runners.rollout_fragment_length != "auto"):
+            problems.append(("batch_mode" if runners.batch_mode != "complete_episodes"
+                             else "rollout_fragment_length",
+                             "the 'sampler' of input_ plays whole episodes, as many env steps "
+                             "as training_intensity asks; batch_mode='truncate_episodes' and "
+                             "rollout_fragment_length size OfflineSingleAgentEnvRunner.sample()"
+                             ": leave them unset with 'sampler'"))
         if self.training.training_intensity is not None and not samples:
             problems.append(("training_intensity", "it sets how many online rows are trained "
                              "per env step sampled: mix 'sampler' into input_ (e.g. {path: "
