@@ -31,6 +31,7 @@ from offline_rl.names import (
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
     INPUT_ENV_SPACES,
+    TOTAL_EVAL_LOSS_KEY,
     ModuleID,
 )
 from offline_rl.nested_keys import flatten_dict, unflatten_dict
@@ -43,6 +44,7 @@ _LAZY = {
     "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
     "Algorithm": "offline_rl.algorithms.algorithm",
     "MultiAgentAlgorithm": "offline_rl.algorithms.multi_agent_algorithm",
+    "OfflineEvaluationRunner": "offline_rl.algorithms.offline_evaluation_runner",
     **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
        for name in (f"{algorithm}Config", algorithm)},
     "BCCatalog": "offline_rl.algorithms.bc.bc_catalog",
@@ -85,6 +87,7 @@ __all__ = [
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
     "INPUT_ENV_SPACES",
+    "TOTAL_EVAL_LOSS_KEY",
     "SCHEMA",
     "ModuleID",
     "Columns",
