@@ -54,9 +54,10 @@ class EvaluationConfig(Section):
     offline_evaluation_interval: int | None = option(None, optional(AN_INT_AT_LEAST_1))
     #: The held-out data of those losses.
     offline_eval_input_: str | list[str] | None = option(None)
-    # RLlib 2.60's ``OfflineEvaluationRunner`` options: what ``OfflineEvaluationRunner`` and
-    # ``OfflineEvaluationRunnerGroup`` read (the algorithm's held-out losses above are computed
-    # in this process on all of ``offline_eval_input_``).
+    # RLlib 2.60's ``OfflineEvaluationRunner`` options (the algorithm's held-out losses above
+    # are computed in this process on all of ``offline_eval_input_``). Those of RLlib's
+    # ``OfflineEvaluationRunnerGroup`` (the runner count, their CPUs and resources, the timeout,
+    # ignoring failures) are checked but have no effect yet: the group is not here yet.
     #: The group's Ray actors, each on a ``streaming_split`` shard (0: one local runner).
     num_offline_eval_runners: int = option(0, AN_INT_AT_LEAST_0)
     #: ``"eval_loss"``, the one type: RLlib's ``"is"``/``"pdis"`` are
@@ -86,8 +87,7 @@ class EvaluationConfig(Section):
         lambda value: value == 0 and not isinstance(value, bool)))
     custom_resources_per_offline_eval_runner: dict[str, float] = option({}, Rule(
         "a dict {resource name: amount}", lambda value: isinstance(value, dict)))
-    #: Seconds the group waits for its runners' ``run()``; later results are dropped, with a
-    #: warning (``None``: no limit).
+    #: Seconds the group waits for its runners' ``run()`` (``None``: no limit).
     offline_evaluation_timeout_s: float | None = option(120.0, optional(A_NUMBER_ABOVE_0))
     #: No effect: the group sends each runner one call at a time.
     max_requests_in_flight_per_offline_eval_runner: int = option(1, AN_INT_AT_LEAST_1)
@@ -101,7 +101,7 @@ class EvaluationConfig(Section):
         "False (a failed runner's streaming_split shard cannot move to a new actor; set "
         "ignore_offline_eval_runner_failures=True to go on without it)",
         lambda value: value is False))
-    #: The group drops a failed runner's results, with a warning, instead of raising.
+    #: The group goes on without a failed runner instead of raising.
     ignore_offline_eval_runner_failures: bool = option(False, A_BOOL)
     #: No effect: failed runners are not restarted.
     max_num_offline_eval_runner_restarts: int = option(1000, AN_INT_AT_LEAST_0)
