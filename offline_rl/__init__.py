@@ -35,6 +35,7 @@ from offline_rl.names import (
     NUM_ENV_STEPS_TRAINED,
     NUM_ENV_STEPS_TRAINED_LIFETIME,
     TIMERS,
+    TOTAL_EVAL_LOSS_KEY,
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
     TRAINING_STEP_TIMER,
@@ -50,6 +51,7 @@ _LAZY = {
     "AlgorithmConfig": "offline_rl.algorithms.algorithm_config",
     "Algorithm": "offline_rl.algorithms.algorithm",
     "MultiAgentAlgorithm": "offline_rl.algorithms.multi_agent_algorithm",
+    "OfflineEvaluationRunner": "offline_rl.algorithms.offline_evaluation_runner",
     **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
        for name in (f"{algorithm}Config", algorithm)},
     "BCCatalog": "offline_rl.algorithms.bc.bc_catalog",
@@ -99,6 +101,7 @@ __all__ = [
     "NUM_ENV_STEPS_SAMPLED_LIFETIME",
     "NUM_ENV_STEPS_TRAINED",
     "NUM_ENV_STEPS_TRAINED_LIFETIME",
+    "TOTAL_EVAL_LOSS_KEY",
     "SCHEMA",
     "TIMERS",
     "TRAINING_ITERATION",

@@ -18,6 +18,8 @@ EPISODE_RETURN_MEAN = "episode_return_mean"
 LEARNER_RESULTS = "learners"
 #: ``result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]``: the loss terms on held-out data.
 OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
+#: ``OfflineEvaluationRunner.run()[module_id][TOTAL_EVAL_LOSS_KEY]``: the module's loss there.
+TOTAL_EVAL_LOSS_KEY = "total_eval_loss"
 #: ``result[EVALUATION_RESULTS][OFF_POLICY_ESTIMATION][name]``: an off-policy estimate.
 OFF_POLICY_ESTIMATION = "off_policy_estimation"
 #: ``result[TRAINING_ITERATION]``: the iterations so far (Ray Tune's key). RLlib's

@@ -236,7 +236,26 @@ class AlgorithmConfig(FlatAccess):
                    off_policy_estimation_methods: dict[str, dict[str, Any]] = NotProvided,
                    evaluation_config: dict[str, Any] = NotProvided,
                    offline_evaluation_interval: int | None = NotProvided,
-                   offline_eval_input_: str | list[str] | None = NotProvided
+                   offline_eval_input_: str | list[str] | None = NotProvided,
+                   num_offline_eval_runners: int = NotProvided,
+                   offline_evaluation_type: str = NotProvided,
+                   offline_eval_runner_class: type | None = NotProvided,
+                   offline_loss_for_module_fn: Callable[..., Any] | None = NotProvided,
+                   offline_eval_batch_size_per_runner: int = NotProvided,
+                   dataset_num_iters_per_offline_eval_runner: int | None = NotProvided,
+                   offline_eval_rl_module_inference_only: bool = NotProvided,
+                   num_cpus_per_offline_eval_runner: float = NotProvided,
+                   num_gpus_per_offline_eval_runner: float = NotProvided,
+                   custom_resources_per_offline_eval_runner: dict[str, float] = NotProvided,
+                   offline_evaluation_timeout_s: float | None = NotProvided,
+                   max_requests_in_flight_per_offline_eval_runner: int = NotProvided,
+                   broadcast_offline_eval_runner_states: bool = NotProvided,
+                   validate_offline_eval_runners_after_construction: bool = NotProvided,
+                   restart_failed_offline_eval_runners: bool = NotProvided,
+                   ignore_offline_eval_runner_failures: bool = NotProvided,
+                   max_num_offline_eval_runner_restarts: int = NotProvided,
+                   offline_eval_runner_health_probe_timeout_s: float = NotProvided,
+                   offline_eval_runner_restore_timeout_s: float = NotProvided
                    ) -> AlgorithmConfig:
         """Run the greedy policy in the env for ``evaluation_duration`` episodes every
         ``evaluation_interval`` training iterations (``None``: only on ``evaluate()``).
@@ -252,8 +271,10 @@ class AlgorithmConfig(FlatAccess):
         into ``result["evaluation"]["off_policy_estimation"][name]``; every
         ``offline_evaluation_interval`` iterations the learner's loss terms on
         ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runner_results"]``
-        (see ``HeldOutLosses``). The old stack's ``evaluation_num_workers`` and
-        ``evaluation_config`` keys (``{"input": ...}``) are translated, with a warning."""
+        (see ``HeldOutLosses``). RLlib 2.60's other offline-evaluation keywords set up
+        ``OfflineEvaluationRunner`` (each is documented on ``EvaluationConfig``). The old
+        stack's ``evaluation_num_workers`` and ``evaluation_config`` keys (``{"input": ...}``)
+        are translated, with a warning."""
         if evaluation_num_workers is not NotProvided:
             if evaluation_num_env_runners is not NotProvided:
                 raise ConfigError("evaluation_num_workers is the old stack's name of "

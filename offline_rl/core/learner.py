@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,10 +270,13 @@ class Learner:
         finally:
             self.stepping = tuple(self.optimizers)
 
-    def loss_metrics(self, batches: list[dict[str, np.ndarray]]) -> dict[str, float]:
+    def loss_metrics(self, batches: list[dict[str, np.ndarray]],
+                     loss_fn: Callable[..., Any] | None = None) -> dict[str, float]:
         """What ``update`` reports of its losses (``total_loss`` and the loss's stats), on
         ``batches`` without a step, averaged weighted by their rows; the learner is left as it
-        was (losses that update running statistics, such as MARWIL's, are undone)."""
+        was (losses that update running statistics, such as MARWIL's, are undone).
+        ``loss_fn(batch=..., fwd_out=...)``, when given, replaces the learner's losses: it
+        returns the loss, or the loss and stats to report."""
         saved = copy.deepcopy(self.get_state())
         totals: dict[str, float] = {}
         rows = 0
@@ -281,7 +285,12 @@ class Learner:
                 for batch in batches:
                     tensors = self._to_tensor(rl_module=self.module, batch=batch, episodes=[])
                     self._check_batch_shapes(tensors)
-                    losses, stats = self._losses(tensors, tuple(self.optimizers))
+                    if loss_fn is None:
+                        losses, stats = self._losses(tensors, tuple(self.optimizers))
+                    else:
+                        loss = loss_fn(batch=tensors, fwd_out=self.module.forward_train(tensors))
+                        loss, stats = loss if isinstance(loss, tuple) else (loss, {})
+                        losses = {"loss_fn": torch.as_tensor(loss)}
                     count = len(batch[Columns.ACTIONS])
                     for key, value in {"total_loss": torch.stack(list(losses.values())).sum(),
                                        **stats}.items():

@@ -410,10 +410,15 @@ class OfflineData:
         as a dict of numpy columns, from the stream ``start()`` opened (started now if not yet).
         With ``stop_at_epoch_end``, ``None`` when the epoch ends first (see ``BatchStream``).
         With ``return_iterator``, instead ``num_shards`` ``streaming_split`` shards of the
-        pipeline ``build()`` made (built now if not yet), one per remote learner."""
+        pipeline ``build()`` made (built now if not yet; the one ``start()``'s stream reads,
+        once it has), one per remote learner; ``num_shards=0``: one plain iterator of it, as
+        RLlib's for a local runner."""
         with self.naming_damaged_files():
             if return_iterator:
+                self.wait_for_data()
                 dataset = self.dataset if self.dataset is not None else self.build()
+                if num_shards < 1:
+                    return [dataset.iterator()]
                 self.shards = dataset.streaming_split(num_shards, equal=True,
                                                       locality_hints=locality_hints)
                 return self.shards

@@ -10,6 +10,7 @@ from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import (
     A_BOOL,
     A_NUMBER_ABOVE_0,
+    A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
     Rule,
@@ -53,6 +54,61 @@ class EvaluationConfig(Section):
     offline_evaluation_interval: int | None = option(None, optional(AN_INT_AT_LEAST_1))
     #: The held-out data of those losses.
     offline_eval_input_: str | list[str] | None = option(None)
+    # RLlib 2.60's ``OfflineEvaluationRunner`` options (the algorithm's held-out losses above
+    # are computed in this process on all of ``offline_eval_input_``). Those of RLlib's
+    # ``OfflineEvaluationRunnerGroup`` (the runner count, their CPUs and resources, the timeout,
+    # ignoring failures) are checked but have no effect yet: the group is not here yet.
+    #: The group's Ray actors, each on a ``streaming_split`` shard (0: one local runner).
+    num_offline_eval_runners: int = option(0, AN_INT_AT_LEAST_0)
+    #: ``"eval_loss"``, the one type: RLlib's ``"is"``/``"pdis"`` are
+    #: ``off_policy_estimation_methods`` here.
+    offline_evaluation_type: str = option("eval_loss", Rule(
+        "'eval_loss' (importance sampling is off_policy_estimation_methods={'is': {'type': "
+        "ImportanceSampling}} here, with evaluation_config={'input_': held-out data})",
+        lambda value: value == "eval_loss"))
+    #: An ``OfflineEvaluationRunner`` subclass the group builds (``None``: that class).
+    offline_eval_runner_class: type | None = option(None)
+    #: ``fn(runner, *, module_id, config, batch, fwd_out)`` -> loss tensor (or ``(loss,
+    #: stats)``); ``None``: the learner's own losses.
+    offline_loss_for_module_fn: Any = option(None, optional(Rule("a callable", callable)))
+    #: Rows per evaluated batch.
+    offline_eval_batch_size_per_runner: int = option(256, AN_INT_AT_LEAST_1)
+    #: Batches per ``run()`` (``None``: the runner's whole shard).
+    dataset_num_iters_per_offline_eval_runner: int | None = option(
+        1, optional(AN_INT_AT_LEAST_1, "None (the whole shard)"))
+    #: ``False`` only: the loss needs the whole module, and offline-rl's have no
+    #: inference-only form.
+    offline_eval_rl_module_inference_only: bool = option(False, Rule(
+        "False (the loss needs the learner's whole module)", lambda value: value is False))
+    num_cpus_per_offline_eval_runner: float = option(1, A_NUMBER_AT_LEAST_0)
+    #: ``0`` only: the runners evaluate on CPU.
+    num_gpus_per_offline_eval_runner: float = option(0, Rule(
+        "0 (the runners evaluate on CPU; train on GPUs with num_gpus_per_learner)",
+        lambda value: value == 0 and not isinstance(value, bool)))
+    custom_resources_per_offline_eval_runner: dict[str, float] = option({}, Rule(
+        "a dict {resource name: amount}", lambda value: isinstance(value, dict)))
+    #: Seconds the group waits for its runners' ``run()`` (``None``: no limit).
+    offline_evaluation_timeout_s: float | None = option(120.0, optional(A_NUMBER_ABOVE_0))
+    #: No effect: the group sends each runner one call at a time.
+    max_requests_in_flight_per_offline_eval_runner: int = option(1, AN_INT_AT_LEAST_1)
+    #: No effect, as in RLlib 2.60: the runners hold no connector states.
+    broadcast_offline_eval_runner_states: bool = option(False, A_BOOL)
+    #: No effect: the group always waits for its runners' construction.
+    validate_offline_eval_runners_after_construction: bool = option(True, A_BOOL)
+    #: ``False`` only: a runner's ``streaming_split`` shard cannot move to a new actor, so a
+    #: failed runner is not restarted (see ``ignore_offline_eval_runner_failures``).
+    restart_failed_offline_eval_runners: bool = option(False, Rule(
+        "False (a failed runner's streaming_split shard cannot move to a new actor; set "
+        "ignore_offline_eval_runner_failures=True to go on without it)",
+        lambda value: value is False))
+    #: The group goes on without a failed runner instead of raising.
+    ignore_offline_eval_runner_failures: bool = option(False, A_BOOL)
+    #: No effect: failed runners are not restarted.
+    max_num_offline_eval_runner_restarts: int = option(1000, AN_INT_AT_LEAST_0)
+    #: No effect: the group sends no health probes (a failed call raises or is ignored).
+    offline_eval_runner_health_probe_timeout_s: float = option(30.0, A_NUMBER_ABOVE_0)
+    #: No effect: no runner is restored.
+    offline_eval_runner_restore_timeout_s: float = option(1800.0, A_NUMBER_ABOVE_0)
 
     def joint_problems(self) -> list[tuple[str, str]]:
         """Parallel evaluation's runners, the estimators' held-out data, and the held-out
@@ -67,6 +123,11 @@ class EvaluationConfig(Section):
             problems.append(("offline_eval_input_", "offline_evaluation_interval reports "
                              "losses on held-out data: set offline_eval_input_ to the path(s) "
                              "of data not trained on"))
+        if self.offline_loss_for_module_fn is not None and self.offline_eval_input_:
+            problems.append(("offline_loss_for_module_fn", "is the loss "
+                             "OfflineEvaluationRunner computes; the algorithm's held-out losses "
+                             "(offline_eval_input_) are the learner's own loss terms: leave one "
+                             "of the two unset"))
         return problems + self._estimation_problems()
 
     def _estimation_problems(self) -> list[tuple[str, str]]:

@@ -1,0 +1,124 @@
+"""RLlib 2.60's offline evaluation runner as its tests use it: ``OfflineEvaluationRunner(config=
+...)`` on an iterator of ``algo.offline_data.sample(return_iterator=True, num_shards=0)``, and
+every offline-evaluation keyword of RLlib's ``evaluation()`` (the real RLlib is read for the
+list)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import ray.data
+
+from offline_rl import (
+    COMPONENT_RL_MODULE,
+    DEFAULT_MODULE_ID,
+    TOTAL_EVAL_LOSS_KEY,
+    AlgorithmConfig,
+    BCConfig,
+    MultiRLModule,
+    OfflineEvaluationRunner,
+)
+from offline_rl.errors import ConfigError
+from offline_rl.names import ALL_MODULES
+
+TABULAR = "local://" + str(Path(__file__).parent / "fixtures" / "rllib_cartpole_tabular"
+                           / "cartpoleenv")
+ENV = gym.make("CartPole-v1")
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "rllib.md"
+
+
+def rllib_test_config() -> BCConfig:
+    """The config of RLlib's runner tests: BC with the env's spaces, no env."""
+    return (BCConfig()
+            .environment(observation_space=ENV.observation_space, action_space=ENV.action_space)
+            .offline_data(input_=[TABULAR], dataset_num_iters_per_learner=1)
+            .training(train_batch_size_per_learner=256)
+            .evaluation(num_offline_eval_runners=2, offline_eval_batch_size_per_runner=64))
+
+
+def rewards_mean(runner, *, module_id, config, batch, fwd_out):
+    """A custom ``offline_loss_for_module_fn`` (RLlib's signature): the logged rewards' mean."""
+    assert isinstance(runner, OfflineEvaluationRunner) and module_id == DEFAULT_MODULE_ID
+    return batch["rewards"].mean() + 0 * fwd_out["action_dist_inputs"].sum()
+
+
+def test_runner_built_from_the_config_alone():
+    runner = OfflineEvaluationRunner(config=rllib_test_config())
+    assert isinstance(runner.config, BCConfig) and isinstance(runner.module, MultiRLModule)
+    assert list(runner.module) == [DEFAULT_MODULE_ID] and callable(runner._loss_for_module_fn)
+    with pytest.raises(ConfigError, match=r"no dataset iterator; call set_dataset_iterator"):
+        runner.run()
+    with pytest.raises(ConfigError, match=r"takes \{'rl_module': \{'default_policy': weights"):
+        runner.set_state({"module": {}})
+    with pytest.raises(ConfigError, match="environment: set env=, or both observation_space="):
+        OfflineEvaluationRunner(config=BCConfig().offline_data(input_=[TABULAR]))
+
+
+@pytest.mark.parametrize(("keywords", "message"), [
+    ({"offline_evaluation_type": "is"}, r"must be 'eval_loss' \(importance sampling is "
+                                        r"off_policy_estimation_methods"),
+    ({"restart_failed_offline_eval_runners": True}, "streaming_split shard cannot move"),
+    ({"num_gpus_per_offline_eval_runner": 1}, "the runners evaluate on CPU"),
+    ({"offline_eval_rl_module_inference_only": True}, "the loss needs the learner's whole"),
+    ({"offline_loss_for_module_fn": rewards_mean, "offline_eval_input_": TABULAR},
+     "offline_loss_for_module_fn: is the loss OfflineEvaluationRunner computes"),
+])
+def test_offline_evaluation_options_refused_say_why(keywords, message):
+    with pytest.raises(ConfigError, match=message):
+        rllib_test_config().evaluation(**keywords).validate()
+
+
+def test_every_offline_evaluation_keyword_of_rllibs_evaluation_is_one_here_and_documented():
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig as RLlibConfig
+
+    theirs = {name for name in inspect.signature(RLlibConfig.evaluation).parameters
+              if "offline" in name}
+    ours = set(inspect.signature(AlgorithmConfig.evaluation).parameters)
+    assert theirs <= ours, sorted(theirs - ours)
+    docs = DOCS.read_text()
+    assert not [name for name in theirs if f"`{name}`" not in docs]
+
+
+@pytest.fixture(scope="module")
+def algo(ray_session):
+    algo = rllib_test_config().build()
+    yield algo
+    algo.stop()
+
+
+@pytest.mark.slow
+def test_runner_evaluates_the_algorithms_data_with_the_learners_loss(algo):
+    iterators = algo.offline_data.sample(num_samples=64, return_iterator=True, num_shards=0)
+    assert len(iterators) == 1 and isinstance(iterators[0], ray.data.DataIterator)
+    runner = OfflineEvaluationRunner(config=algo.config)
+    runner.set_dataset_iterator(iterator=iterators[0])
+    one_row = runner.run(num_samples=1)
+    assert one_row[DEFAULT_MODULE_ID]["num_module_steps_sampled"] == 1
+    metrics = runner.run()
+    assert metrics[ALL_MODULES]["num_env_steps_sampled"] == 64
+    assert metrics[ALL_MODULES]["num_env_steps_sampled_lifetime"] == 65
+    assert metrics[ALL_MODULES]["dataset_num_iters_evaluated_lifetime"] == 2
+    runner.stop()
+
+    # The trained weights, the whole data (200 rows) in one batch: the learner's own loss.
+    whole = OfflineEvaluationRunner(config=algo.config.copy().evaluation(
+        offline_eval_batch_size_per_runner=1000, dataset_num_iters_per_offline_eval_runner=None))
+    whole.set_state(algo.offline_data.learner_handles[0].get_state(
+        component=COMPONENT_RL_MODULE))
+    whole.set_dataset_iterator(iterator=iterators[0])
+    loss = whole.run()[DEFAULT_MODULE_ID][TOTAL_EVAL_LOSS_KEY]
+    rows = next(iter(iterators[0].iter_batches(batch_size=1000, batch_format="numpy")))
+    assert len(rows["actions"]) == 200
+    assert loss == pytest.approx(algo.learner_group.loss_metrics([rows])["total_loss"])
+    whole.stop()
+
+    custom = OfflineEvaluationRunner(config=algo.config.copy().evaluation(
+        offline_loss_for_module_fn=rewards_mean))
+    custom.set_dataset_iterator(iterator=iterators[0])
+    assert custom.run()[DEFAULT_MODULE_ID][TOTAL_EVAL_LOSS_KEY] == pytest.approx(1.0)
+    with pytest.raises(ConfigError, match=r"forward_train outputs; call run\(explore=False"):
+        custom.run(explore=True)
+    custom.stop()
