@@ -6,6 +6,9 @@ RLlib's ``offline_data()`` (the real RLlib is read for the list)."""
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import gymnasium as gym
@@ -160,3 +163,31 @@ def test_rllibs_other_offline_data_keywords():
                     .sections.offline_data.problems())
     assert "offline-rl's modules are stateless" in problems[
         "prelearner_use_recorded_module_states"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ray_shutdown_without_stopping_the_algorithm_leaves_the_process_alive(tmp_path):
+    # RLlib's tests end with ray.shutdown() and never stop the algorithm, whose data stream is
+    # still building its dataset: Ray calls from that thread during the shutdown ended the
+    # process ("The core worker has already been shutdown").
+    script = tmp_path / "no_stop.py"
+    script.write_text(textwrap.dedent(f"""
+        import time, ray, gymnasium as gym
+        from offline_rl import BCConfig
+        ray.init(num_cpus=2, include_dashboard=False)
+        env = gym.make("CartPole-v1")
+        algo = (BCConfig()
+                .environment(observation_space=env.observation_space,
+                             action_space=env.action_space)
+                .training(train_batch_size_per_learner=64)
+                .offline_data(input_=[{TABULAR!r}], dataset_num_iters_per_learner=1)).build()
+        ray.shutdown()
+        time.sleep(5)
+        print("alive after shutdown:", not ray.is_initialized())
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=150, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "alive after shutdown: True" in result.stdout
+    assert "core worker has already been shutdown" not in result.stderr

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from offline_rl.data.ray_shutdown import stop_before_ray_shutdown
 from offline_rl.data.stoppable_executions import stop_executions
 from offline_rl.errors import DataFormatError
 
@@ -30,6 +31,9 @@ _ERROR = "error"
 _POLL_S = 0.1
 #: Seconds ``stop`` waits for the fetch in progress.
 STOP_WAIT_S = 2.0
+#: Seconds a stream's thread is waited for before ``ray.shutdown()`` (building a dataset may
+#: take that long to reach a point where it can stop).
+SHUTDOWN_WAIT_S = 60.0
 #: The name Ray Data gives the threads that run an ``iter_batches`` pass.
 RAY_DATA_ITERATION_THREAD = "iter_threaded"
 
@@ -134,6 +138,7 @@ class BatchStream:
         self._started_at = time.perf_counter()
         with _RUNNING_LOCK:
             _RUNNING.add(self)
+        stop_before_ray_shutdown(stop_running_streams)
         self._thread.start()
         return self
 
@@ -267,11 +272,11 @@ class BatchStream:
             epoch, rows = self._taken
         return StreamPosition(epoch, rows, ended=epoch <= self._counted_end)
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
         """Stops the background thread and drops queued data. The Ray Data executions the
         thread runs through ``stoppable_executions.materialize`` (building its dataset) end at
         their next step; otherwise the thread ends after the fetch in progress, waited for
-        ``STOP_WAIT_S`` at most: a fetch can wait on Ray Data without end (a
+        ``wait_s`` at most (default ``STOP_WAIT_S``): a fetch can wait on Ray Data without end (a
         ``streaming_split`` shard waits for the other learners to ask for the next epoch), and
         then the daemon thread ends with the pipeline its owner stops next.
 
@@ -283,17 +288,26 @@ class BatchStream:
         them all."""
         self._stopping.set()
         stop_executions(self._thread)
-        self._thread.join(timeout=STOP_WAIT_S)
+        self._thread.join(timeout=wait_s)
         self._pending.clear()
         with _RUNNING_LOCK:
             _RUNNING.discard(self)
             running = set().union(*(stream.iteration_threads for stream in _RUNNING))
-        join_threads(self.iteration_threads - running)
+        join_threads(self.iteration_threads - running, wait_s)
 
 
 #: The streams started and not stopped in this process.
 _RUNNING: weakref.WeakSet[BatchStream] = weakref.WeakSet()
 _RUNNING_LOCK = threading.Lock()
+
+
+def stop_running_streams() -> None:
+    """Stops every stream started and not stopped (before ``ray.shutdown()``: a stream's
+    thread calling Ray as it shuts down ends the process)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for stream in running:
+        stream.stop(wait_s=SHUTDOWN_WAIT_S)
 
 
 def join_threads(threads: Collection[threading.Thread], timeout_s: float = STOP_WAIT_S
