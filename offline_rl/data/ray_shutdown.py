@@ -8,9 +8,8 @@ later ("Failed to connect to GCS within 60 seconds"). Ray offers no hook on shut
 ``ray.shutdown`` is wrapped, once, to run the registered stops first.
 
 Examples:
-    >>> import ray
-    >>> stopped = []
-    >>> stop_before_ray_shutdown(lambda: stopped.append(True))
+    >>> import gc, ray
+    >>> stop_before_ray_shutdown(gc.collect)  # ray.shutdown() now collects garbage first
     >>> ray.shutdown.__name__, getattr(ray.shutdown, _MARK)
     ('shutdown', True)
 """
