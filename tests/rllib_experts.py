@@ -76,13 +76,20 @@ def record_expert(env: str, output: Path, num_episodes: int, seed: int = 0) -> P
                       output_write_method_kwargs={"min_rows_per_file": 1_000_000})
         .debugging(seed=seed)
     )
+    return rllib_record(config, output, num_episodes=num_episodes, explore=False)
+
+
+def rllib_record(config, output: Path, **sample_kwargs) -> Path:
+    """Records with RLlib's ``OfflineSingleAgentEnvRunner`` of ``config`` (an RLlib config
+    whose ``offline_data(output=...)`` is ``output``), ``sample(**sample_kwargs)``."""
     context = ray.data.DataContext.get_current()
     limits = context.execution_options.resource_limits
     try:
         runner = OfflineSingleAgentEnvRunner(config=config, worker_index=1)
-        runner.sample(num_episodes=num_episodes, explore=False)
+        runner.sample(**sample_kwargs)
         runner.stop()
     finally:  # the runner caps this process's Ray Data at its own CPUs; lift the cap again
         context.execution_options.resource_limits = limits
+    # RLlib's writer logs its errors and goes on
     assert sorted(output.rglob("*.parquet")), f"RLlib wrote nothing under {output}"
     return output

@@ -18,7 +18,6 @@ import msgpack_numpy
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import ray.data
 
 from offline_rl import BCConfig, ExperienceLogger
 from offline_rl.inspection import inspect_dataset
@@ -41,7 +40,8 @@ EPISODES_PER_RECORDING = 6
 def rllib_record(env: str, output: Path, write_episodes: bool, compress: list[str]) -> Path:
     """Records episodes of an untrained PPO policy with RLlib's own recording env runner."""
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.offline.offline_env_runner import OfflineSingleAgentEnvRunner
+
+    from tests.rllib_experts import rllib_record as record_with_rllib
 
     config = (
         PPOConfig()
@@ -52,17 +52,7 @@ def rllib_record(env: str, output: Path, write_episodes: bool, compress: list[st
                       output_compress_columns=compress)
         .debugging(seed=0)
     )
-    context = ray.data.DataContext.get_current()
-    limits = context.execution_options.resource_limits
-    try:
-        runner = OfflineSingleAgentEnvRunner(config=config, worker_index=1)
-        runner.sample(num_episodes=EPISODES_PER_RECORDING, explore=True)
-        runner.stop()
-    finally:  # the runner caps this process's Ray Data at its own CPUs; lift the cap again
-        context.execution_options.resource_limits = limits
-    files = sorted(output.rglob("*.parquet"))
-    assert files, f"RLlib wrote nothing under {output}"  # its writer logs errors and goes on
-    return output
+    return record_with_rllib(config, output, num_episodes=EPISODES_PER_RECORDING, explore=True)
 
 
 @pytest.fixture(scope="module")
