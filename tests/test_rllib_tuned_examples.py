@@ -25,7 +25,6 @@ from offline_rl import (
     TIMERS,
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
-    AlgorithmConfig,
     BCConfig,
     MARWILConfig,
     add_rllib_example_script_args,
@@ -35,9 +34,6 @@ from offline_rl.errors import ConfigError, TrainingError
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 #: The BC and MARWIL examples call ``api_stack()``, which lands in a change of its own.
-needs_api_stack = pytest.mark.skipif(not hasattr(AlgorithmConfig, "api_stack"),
-                                     reason="AlgorithmConfig.api_stack() is not there yet")
-
 RETURN = f"{EVALUATION_RESULTS}/{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}"
 #: Episodes recorded per env: 10 x 500 CartPole steps.
 EPISODES = {"CartPole-v1": 10}
@@ -73,7 +69,6 @@ def evaluation_return(result: dict) -> float:
     return result[EVALUATION_RESULTS][ENV_RUNNER_RESULTS][EPISODE_RETURN_MEAN]
 
 
-@needs_api_stack
 def test_cartpole_bc(rllib_data):
     """``cartpole_bc.py``. Changed: none but the data path (``local://`` as the example
     writes it). Through Ray Tune, as the example runs by default."""
@@ -96,7 +91,6 @@ def test_cartpole_bc(rllib_data):
     assert last[TRAINING_ITERATION] <= 350 and seconds < 150
 
 
-@needs_api_stack
 def test_cartpole_marwil(rllib_data):
     """``cartpole_marwil.py``. Changed: its PreLearner pool (2 actors of 2 CPUs) to 1 of 1,
     as 4 CPUs do not fit 2; ``--no-tune``."""
