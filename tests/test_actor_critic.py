@@ -17,6 +17,7 @@ import torch
 from offline_rl import (
     Algorithm,
     BCConfig,
+    CQLConfig,
     DiscreteCQLConfig,
     IQLConfig,
     MARWILConfig,
@@ -159,6 +160,23 @@ def test_target_networks_move_tau_of_the_way_by_polyak_averaging():
                                    module.qf.parameters()):
         torch.testing.assert_close(target, (1 - tau) * old + tau * source)
         assert not target.requires_grad
+
+
+@pytest.mark.parametrize("config_class", [IQLConfig, CQLConfig], ids=["IQL", "CQL"])
+def test_without_twin_q_the_twin_network_is_neither_run_nor_trained(config_class):
+    config, spec = box_spec(config_class)
+    config.training(twin_q=False)
+    learner = config.get_default_learner_class()(config.learner_config(spec))
+    module = learner.module
+    calls = []
+    module.qf_twin.register_forward_hook(lambda *_: calls.append("qf_twin"))
+    module.qf_twin_target.register_forward_hook(lambda *_: calls.append("qf_twin_target"))
+    twin_before = [p.clone() for p in module.qf_twin.parameters()]
+    q_before = [p.clone() for p in module.qf.parameters()]
+    learner.update(small_batch())
+    assert calls == []
+    assert all(torch.equal(old, new) for old, new in zip(twin_before, module.qf_twin.parameters()))
+    assert not all(torch.equal(old, new) for old, new in zip(q_before, module.qf.parameters()))
 
 
 def test_a_learner_without_a_loss_says_what_to_implement():

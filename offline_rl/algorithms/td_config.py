@@ -54,10 +54,6 @@ class TwinQHyperparameters(TDHyperparameters):
     twin_q: bool = option(True, A_BOOL)
     target_network_update_freq: int = option(0, AN_INT_AT_LEAST_0)
 
-    def critics(self, values: tuple) -> tuple:
-        """The Q-values used of ``(q, q_twin)``: both, or with ``twin_q=False`` the first."""
-        return values if self.twin_q else values[:1]
-
     def updates_target_now(self, num_updates: int, batch_size: int) -> bool:
         """Whether update number ``num_updates`` (counted from 1) moves the targets."""
         every = max(1, math.ceil(self.target_network_update_freq / batch_size))

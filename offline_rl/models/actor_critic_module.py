@@ -61,11 +61,13 @@ class ActorCriticTorchRLModule(PolicyValueTorchRLModule):
         return [*self.qf.parameters(), *self.qf_twin.parameters()]
 
     def q_values(self, obs: torch.Tensor, actions: torch.Tensor | None = None, *,
-                 target: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Both Q-networks' (or their targets') values of ``actions`` in ``obs``: shape
+                 target: bool = False, twin: bool = True) -> tuple[torch.Tensor, ...]:
+        """Both Q-networks' (or their targets') values of ``actions`` in ``obs``, or with
+        ``twin=False`` the first's alone (RLlib's ``twin_q=False``: the twin is not run): shape
         ``(batch,)``; for ``Discrete`` actions without ``actions``, every action's:
         ``(batch, n)``."""
         networks = (self.qf_target, self.qf_twin_target) if target else (self.qf, self.qf_twin)
+        networks = networks if twin else networks[:1]
         encoded = self._encode_obs(obs)
         if not self.discrete:
             inputs = torch.cat([encoded, actions.reshape(len(actions), -1).float()], dim=-1)

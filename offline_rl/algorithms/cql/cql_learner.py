@@ -91,19 +91,19 @@ class CQLTorchLearner(Learner):
             target = td_target(batch, self._next_value(next_obs, next_dist_inputs,
                                                        next_actions[:, 0],
                                                        alpha * next_logp[:, 0]), config.gamma)
-        q_data = module.q_values(obs, actions)
-        check_per_row("td_loss", len(obs), target=target, q_value=q_data[0],
-                      q_twin_value=q_data[1])
-        td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in config.critics(q_data))
+        q_data = module.q_values(obs, actions, twin=config.twin_q)
+        check_per_row("td_loss", len(obs), target=target,
+                      **dict(zip(("q_value", "q_twin_value"), q_data)))
+        td_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_data)
         candidates, candidate_logp = self._candidate_actions(
             policy_actions[:, 1:].detach(), policy_logp[:, 1:].detach(),
             next_actions[:, 1:], next_logp[:, 1:])
         repeated_obs = obs.repeat_interleave(candidates.shape[1], dim=0)
-        candidate_q = module.q_values(repeated_obs, candidates.flatten(0, 1))
+        candidate_q = module.q_values(repeated_obs, candidates.flatten(0, 1), twin=config.twin_q)
         penalties = torch.stack([
             conservative_penalty(q.view(len(obs), -1) - candidate_logp, q_taken,
                                  config.temperature)
-            for q, q_taken in zip(config.critics(candidate_q), config.critics(q_data))])
+            for q, q_taken in zip(candidate_q, q_data)])
         multiplier = (self.log_lagrange.exp().clamp(max=MAX_LAGRANGE_MULTIPLIER)
                       if config.lagrangian else torch.ones((), device=self.device))
         conservative = config.min_q_weight * (penalties - (config.lagrangian_thresh
@@ -114,7 +114,7 @@ class CQLTorchLearner(Learner):
             dist = module.get_train_action_dist_cls().from_logits(dist_inputs)
             policy_gain = dist.logp(actions)
         else:
-            policy_gain = min_q(config.critics(module.q_values(obs, sampled_action)))
+            policy_gain = min_q(module.q_values(obs, sampled_action, twin=config.twin_q))
         check_per_row("policy_loss", len(obs), sampled_logp=sampled_logp,
                       policy_gain=policy_gain)
         policy_loss = (alpha * sampled_logp - policy_gain).mean()
@@ -134,11 +134,11 @@ class CQLTorchLearner(Learner):
         action, or with ``soft_q_backup`` at a sampled one, less the entropy term."""
         module, config = self.module, self.config.hyperparameters
         if config.soft_q_backup:
-            return min_q(config.critics(module.q_values(next_obs, sampled_action, target=True))
-                         ) - entropy_term
+            return min_q(module.q_values(next_obs, sampled_action, target=True,
+                                         twin=config.twin_q)) - entropy_term
         mean_action = module.get_train_action_dist_cls().from_logits(
             next_dist_inputs).deterministic_sample()
-        return min_q(config.critics(module.q_values(next_obs, mean_action, target=True)))
+        return min_q(module.q_values(next_obs, mean_action, target=True, twin=config.twin_q))
 
     def _candidate_actions(self, policy_actions: torch.Tensor, policy_logp: torch.Tensor,
                            next_actions: torch.Tensor, next_logp: torch.Tensor

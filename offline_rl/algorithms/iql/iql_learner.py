@@ -60,24 +60,23 @@ class IQLTorchLearner(Learner):
         module, config = self.module, self.config.hyperparameters
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
         with torch.no_grad():
-            target_q = min_q(config.critics(module.q_values(obs, actions, target=True)))
+            target_q = min_q(module.q_values(obs, actions, target=True, twin=config.twin_q))
             target = td_target(batch, module.state_value(batch[Columns.NEXT_OBS]), config.gamma)
         value = module.state_value(obs)
         value_loss = expectile_loss(target_q - value, config.expectile)
-        q_value, q_twin_value = module.q_values(obs, actions)
-        critic_loss = sum(torch.nn.functional.mse_loss(q, target)
-                          for q in config.critics((q_value, q_twin_value)))
+        q_values = module.q_values(obs, actions, twin=config.twin_q)
+        critic_loss = sum(torch.nn.functional.mse_loss(q, target) for q in q_values)
         weights = torch.exp(config.beta * (target_q - value.detach())).clamp(
             max=config.max_advantage_weight)
         dist = module.get_train_action_dist_cls().from_logits(
             fwd_out[Columns.ACTION_DIST_INPUTS])
         logp = dist.logp(actions)
         check_per_row("IQL's losses", len(actions), target_q=target_q, target=target,
-                      value=value, q_value=q_value, q_twin_value=q_twin_value, logp=logp)
+                      value=value, logp=logp, **dict(zip(("q_value", "q_twin_value"), q_values)))
         policy_loss = -(weights * logp).mean()
         losses = {"policy": policy_loss, "critic": critic_loss, "value": value_loss}
         stats = {"policy_loss": policy_loss, "critic_loss": critic_loss, "value_loss": value_loss,
-                 "mean_q": q_value.mean(), "mean_advantage_weight": weights.mean()}
+                 "mean_q": q_values[0].mean(), "mean_advantage_weight": weights.mean()}
         return losses, stats
 
     def after_gradient_based_update(self) -> None:
