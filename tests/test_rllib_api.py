@@ -191,3 +191,19 @@ def test_ray_shutdown_without_stopping_the_algorithm_leaves_the_process_alive(tm
     assert result.returncode == 0, result.stderr[-2000:]
     assert "alive after shutdown: True" in result.stdout
     assert "core worker has already been shutdown" not in result.stderr
+
+
+@pytest.mark.parametrize("config_class", ["BCConfig", "MARWILConfig", "CQLConfig", "IQLConfig"])
+def test_every_learner_gives_its_module_state_in_rllibs_form(config_class):
+    import offline_rl
+
+    box = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    spaces = (ENV.observation_space, box if config_class in ("CQLConfig", "IQLConfig")
+              else ENV.action_space)
+    config = getattr(offline_rl, config_class)()
+    learner_config = config.learner_config(config.get_rl_module_spec(*spaces))
+    learner = learner_config.learner_class(learner_config, learner_config.module_spec)
+    state = learner.get_state(component=COMPONENT_RL_MODULE)[COMPONENT_RL_MODULE]
+    assert set(state) == {DEFAULT_POLICY_ID}
+    assert set(state[DEFAULT_POLICY_ID]) == set(learner.module.state_dict())
+    assert {"module", "optimizers"} <= set(learner.get_state())

@@ -386,6 +386,11 @@ class Learner:
                 raise ConfigError(f"Learner.get_state: unknown component(s) {unknown}; the "
                                   f"learner's component is {COMPONENT_RL_MODULE!r}")
             return {COMPONENT_RL_MODULE: {DEFAULT_MODULE_ID: self.module.state_dict()}}
+        return self.training_state()
+
+    def training_state(self) -> dict[str, Any]:
+        """What ``get_state()`` returns and ``set_state`` restores: the module's weights and
+        each optimizer's state (a learner with more state, e.g. a temperature, adds it)."""
         return {"module": self.module.state_dict(),
                 "optimizers": {name: optimizer.state_dict()
                                for name, optimizer in self.optimizers.items()}}

@@ -159,9 +159,9 @@ class CQLTorchLearner(Learner):
                                      self.config.training.train_batch_size_per_learner):
             self.module.update_targets(config.tau)
 
-    def get_state(self) -> dict[str, Any]:
+    def training_state(self) -> dict[str, Any]:
         """The base state plus the log temperature and the log multiplier."""
-        return {**super().get_state(), "log_alpha": self.log_alpha.detach(),
+        return {**super().training_state(), "log_alpha": self.log_alpha.detach(),
                 "log_lagrange": self.log_lagrange.detach()}
 
     def set_state(self, state: dict[str, Any]) -> None:

@@ -79,9 +79,9 @@ class MARWILTorchLearner(Learner):
                  "moving_avg_sqd_adv_norm": self.moving_avg_sqd_adv_norm.clone()}
         return policy_loss + config.vf_coeff * vf_loss, stats
 
-    def get_state(self) -> dict[str, Any]:
+    def training_state(self) -> dict[str, Any]:
         """The base state plus the moving average of the squared advantages."""
-        return {**super().get_state(), "moving_avg_sqd_adv_norm": self.moving_avg_sqd_adv_norm}
+        return {**super().training_state(), "moving_avg_sqd_adv_norm": self.moving_avg_sqd_adv_norm}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restores what ``get_state`` returned."""
