@@ -132,7 +132,7 @@ def config_for(name: str, folder: Path, batch_size: int):
 
 def prelearner_steps_per_s(config, folder: Path, name: str, spaces) -> float:
     """The PreLearner's own rate on in-memory tables, in calls of Ray Data's batch size."""
-    from offline_rl import OfflinePreLearner
+    from offline_rl import DEFAULT_MODULE_ID, OfflinePreLearner
     from offline_rl.data.offline_data import (
         EPISODES_PER_PRELEARNER_CALL,
         ROWS_PER_PRELEARNER_CALL,
@@ -150,7 +150,7 @@ def prelearner_steps_per_s(config, folder: Path, name: str, spaces) -> float:
     for _ in range(3):
         started, steps = time.perf_counter(), 0
         for offset in range(0, table.num_rows, rows):
-            steps += len(prelearner(table.slice(offset, rows))["obs"])
+            steps += len(prelearner(table.slice(offset, rows))[f"{DEFAULT_MODULE_ID}/obs"])
         best = max(best, steps / (time.perf_counter() - started))
     return best
 
