@@ -203,9 +203,9 @@ class OfflineData:
 
     @property
     def default_map_batches_kwargs(self) -> dict[str, Any]:
-        """``map_batches`` keywords before ``map_batches_kwargs``: offline-rl sizes the pool for
-        the cluster when it starts (``prelearner_pool_kwargs``)."""
-        return {"zero_copy_batch": True}
+        """``map_batches`` keywords before ``map_batches_kwargs``: none, as offline-rl sizes the
+        pool for the cluster when it starts (``prelearner_pool_kwargs``)."""
+        return {}
 
     @property
     def default_iter_batches_kwargs(self) -> dict[str, Any]:
