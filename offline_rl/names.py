@@ -16,8 +16,9 @@ ENV_RUNNER_RESULTS = "env_runners"
 EPISODE_RETURN_MEAN = "episode_return_mean"
 #: ``result[LEARNER_RESULTS][DEFAULT_MODULE_ID]`` holds the loss metrics.
 LEARNER_RESULTS = "learners"
-#: ``result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]``: the loss terms on held-out data.
-OFFLINE_EVAL_RESULTS = "offline_eval_runner_results"
+#: ``result[EVALUATION_RESULTS][OFFLINE_EVAL_RUNNER_RESULTS]``: the learner's loss on offline
+#: data (RLlib 2.60's key).
+OFFLINE_EVAL_RUNNER_RESULTS = "offline_eval_runners"
 #: ``OfflineEvaluationRunner.run()[module_id][TOTAL_EVAL_LOSS_KEY]``: the module's loss there.
 TOTAL_EVAL_LOSS_KEY = "total_eval_loss"
 #: ``result[EVALUATION_RESULTS][OFF_POLICY_ESTIMATION][name]``: an off-policy estimate.
@@ -37,6 +38,13 @@ NUM_TRAINING_STEP_CALLS_PER_ITERATION = "num_training_step_calls_per_iteration"
 NUM_ENV_STEPS_SAMPLED_LIFETIME = "num_env_steps_sampled_lifetime"
 #: ``result[LEARNER_RESULTS][ALL_MODULES][NUM_ENV_STEPS_TRAINED(_LIFETIME)]``.
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
+#: The offline evaluation runners' counts (RLlib's ``ray.rllib.utils.metrics`` names).
+NUM_ENV_STEPS_SAMPLED = "num_env_steps_sampled"
+NUM_MODULE_STEPS_SAMPLED = "num_module_steps_sampled"
+NUM_MODULE_STEPS_SAMPLED_LIFETIME = "num_module_steps_sampled_lifetime"
+MODULE_SAMPLE_BATCH_SIZE_MEAN = "module_sample_batch_size_mean"
+DATASET_NUM_ITERS_EVALUATED = "dataset_num_iters_evaluated"
+DATASET_NUM_ITERS_EVALUATED_LIFETIME = "dataset_num_iters_evaluated_lifetime"
 NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"
 #: RLlib's type of module ids (``ray.rllib.utils.typing.ModuleID``).
 ModuleID = str

@@ -46,7 +46,7 @@ def test_a_run_is_logged_to_json_csv_and_tensorboard_and_plotted(ray_session, bc
     assert [event.step for event in losses] == [1, 2, 3, 4]
     assert [event.value for event in losses] == pytest.approx(
         [result["learners"]["default_policy"]["total_loss"] for result in results], rel=1e-6)
-    assert "evaluation/offline_eval_runner_results/default_policy/total_loss" in events.Tags()[
+    assert "evaluation/offline_eval_runners/default_policy/total_loss" in events.Tags()[
         "scalars"]
 
     capsys.readouterr()

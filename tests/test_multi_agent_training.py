@@ -352,7 +352,7 @@ def test_each_module_is_judged_offline_on_its_agents_held_out_data(ray_session, 
         offline_eval_input_=str(tmp_path / "held"), offline_evaluation_interval=1).offline_data(
         dataset_num_iters_per_learner=2)
     with judged.build() as algo:
-        held_out = algo.train()["evaluation"]["offline_eval_runner_results"]
+        held_out = algo.train()["evaluation"]["offline_eval_runners"]
         estimates = algo.evaluate()["off_policy_estimation"]
     assert held_out["num_env_steps"] == {"left": 2000, "right": parts["agent_1"].num_rows}
     assert np.isfinite(held_out["left"]["total_loss"]) and "total_loss" in held_out["right"]

@@ -12,16 +12,22 @@ import gymnasium as gym
 import pytest
 import ray.data
 
+import torch
+
 from offline_rl import (
     COMPONENT_RL_MODULE,
     DEFAULT_MODULE_ID,
+    EVALUATION_RESULTS,
+    OFFLINE_EVAL_RUNNER_RESULTS,
     TOTAL_EVAL_LOSS_KEY,
     AlgorithmConfig,
     BCConfig,
     MultiRLModule,
+    OfflineData,
     OfflineEvaluationRunner,
+    OfflineEvaluationRunnerGroup,
 )
-from offline_rl.errors import ConfigError
+from offline_rl.errors import ConfigError, TrainingError
 from offline_rl.names import ALL_MODULES
 
 TABULAR = "local://" + str(Path(__file__).parent / "fixtures" / "rllib_cartpole_tabular"
@@ -122,3 +128,54 @@ def test_runner_evaluates_the_algorithms_data_with_the_learners_loss(algo):
     with pytest.raises(ConfigError, match=r"forward_train outputs; call run\(explore=False"):
         custom.run(explore=True)
     custom.stop()
+
+
+@pytest.mark.slow
+def test_runner_group_evaluates_shards_of_the_training_input_with_the_trained_weights(algo):
+    group = algo.offline_eval_runner_group
+    assert group.num_runners == group.num_remote_runners == 2 and group.local_runner is None
+    assert isinstance(group._offline_data, OfflineData)
+    assert len(group._offline_data_iterators) == 2
+    assert all(isinstance(shard, ray.data.DataIterator) for shard in group._offline_data_iterators)
+    runs = group.foreach_runner("run", local_runner=False)
+    assert len(runs) == 2 and all(TOTAL_EVAL_LOSS_KEY in run[DEFAULT_MODULE_ID] for run in runs)
+    assert [run[ALL_MODULES]["num_env_steps_sampled"] for run in runs] == [64, 64]
+
+    algo.train()
+    merged = algo.evaluate_offline()[OFFLINE_EVAL_RUNNER_RESULTS]
+    # Each shard holds 100 of the 200 rows: a batch of 64, then the 36 left, per runner.
+    assert merged[ALL_MODULES]["num_env_steps_sampled"] == 72
+    assert merged[ALL_MODULES]["num_env_steps_sampled_lifetime"] == 200
+    trained = algo.learner_group.module.state_dict()
+    for state in group.foreach_runner("get_state"):
+        weights = state[COMPONENT_RL_MODULE][DEFAULT_MODULE_ID]
+        assert all(torch.equal(torch.as_tensor(weights[name]), value.cpu())
+                   for name, value in trained.items())
+
+    with pytest.raises(TrainingError, match=r"offline evaluation runner 0 failed: .*Division.*"
+                                            r"set config\.evaluation\(ignore_offline_eval_runner"):
+        group.foreach_runner(lambda runner: 1 / 0)
+
+
+@pytest.mark.slow
+def test_local_runner_and_offline_evaluation_interval_on_the_training_input(ray_session):
+    config = rllib_test_config().evaluation(num_offline_eval_runners=0,
+                                            offline_evaluation_interval=2)
+    with config.build() as algo:
+        results = [algo.train() for _ in range(4)]
+        group = algo.offline_eval_runner_group
+        assert group.num_remote_runners == 0
+        assert isinstance(group.local_runner._dataset_iterator, ray.data.DataIterator)
+        module_state = algo.learner_group.module.state_dict()
+    assert EVALUATION_RESULTS not in results[0] and EVALUATION_RESULTS not in results[2]
+    evaluated = [result[EVALUATION_RESULTS][OFFLINE_EVAL_RUNNER_RESULTS]
+                 for result in results[1::2]]
+    assert [run[ALL_MODULES]["num_env_steps_sampled_lifetime"] for run in evaluated] == [64, 128]
+    assert all(run[DEFAULT_MODULE_ID][TOTAL_EVAL_LOSS_KEY] > 0 for run in evaluated)
+
+    local = OfflineEvaluationRunnerGroup(config=config, local_runner=True,
+                                         module_state={DEFAULT_MODULE_ID: module_state})
+    assert len(local.foreach_runner("run", local_runner=True)) == 1
+    local.stop()
+    with pytest.raises(ConfigError, match=r"num_offline_eval_runners=2 and local_runner=True"):
+        OfflineEvaluationRunnerGroup(config=rllib_test_config(), local_runner=True)

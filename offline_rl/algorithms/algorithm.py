@@ -40,7 +40,7 @@ from offline_rl.names import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_TRAINING_STEP_CALLS_PER_ITERATION,
     OFF_POLICY_ESTIMATION,
-    OFFLINE_EVAL_RESULTS,
+    OFFLINE_EVAL_RUNNER_RESULTS,
     TIMERS,
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
     from offline_rl.algorithms.held_out_losses import HeldOutLosses
     from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+    from offline_rl.algorithms.offline_evaluation_runner_group import (
+        OfflineEvaluationRunnerGroup,
+    )
     from offline_rl.algorithms.online_training import OnlineTraining
     from offline_rl.core.learner_group import LearnerGroup
     from offline_rl.evaluation.evaluation_runners import EvaluationRunners
@@ -68,6 +71,7 @@ MAX_EVALUATION_ENVS = 8
 #: The torch side (learners, torch evaluation), imported while Ray starts: neither waits.
 TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
                  "offline_rl.algorithms.held_out_losses",
+                 "offline_rl.algorithms.offline_evaluation_runner_group",
                  "offline_rl.algorithms.off_policy_evaluation",
                  "offline_rl.evaluation.evaluation_runners")
 
@@ -107,6 +111,7 @@ class Algorithm:
         self.evaluation_runners: EvaluationRunners | None = None
         self.off_policy_evaluation: OffPolicyEvaluation | None = None
         self.held_out_losses: HeldOutLosses | None = None
+        self.offline_eval_runner_group: OfflineEvaluationRunnerGroup | None = None
         self.recorder: Recorder | None = None
         self.offline_data: OfflineData | None = None
         self.learner_group: LearnerGroup | None = None
@@ -152,6 +157,11 @@ class Algorithm:
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
+        from offline_rl.algorithms.offline_evaluation_runner_group import (
+            GROUP_PIPELINE_CPUS,
+            OfflineEvaluationRunnerGroup,
+            offline_eval_runner_cpus,
+        )
         from offline_rl.algorithms.online_training import OnlineTraining, sampler_cpus
         from offline_rl.core.learner_group import LearnerGroup
         from offline_rl.evaluation.evaluation_runners import EvaluationRunners
@@ -165,9 +175,19 @@ class Algorithm:
                                            self.offline_data)
         runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
         cpus_per_runner = env_runner_cpus(sections.env_runners.num_cpus_per_env_runner, runners)
+        group_cpus = 0.0
+        if evaluation.evaluates_training_input():  # RLlib's offline evaluation runners
+            eval_runner_cpus = offline_eval_runner_cpus(
+                self.config, beside=PIPELINE_CPUS + GROUP_PIPELINE_CPUS)
+            group_cpus = (GROUP_PIPELINE_CPUS
+                          + evaluation.num_offline_eval_runners * eval_runner_cpus)
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
-                                          reserved_cpus=runners * cpus_per_runner
+                                          reserved_cpus=runners * cpus_per_runner + group_cpus
                                           + sampler_cpus(self.config))
+        if group_cpus:
+            self.offline_eval_runner_group = OfflineEvaluationRunnerGroup(
+                self.config, local_runner=not evaluation.num_offline_eval_runners,
+                module_spec=spec, runner_cpus=eval_runner_cpus)
         self.online = OnlineTraining.build(self.config, self.learner_group, self.offline_data,
                                            spec)
         if runners:
@@ -274,8 +294,7 @@ class Algorithm:
             result[EVALUATION_RESULTS] = self._evaluation(pending)
         offline_interval = self.config.sections.evaluation.offline_evaluation_interval
         if offline_interval and self.iteration % offline_interval == 0:
-            result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
-                self.evaluate_offline())
+            result.setdefault(EVALUATION_RESULTS, {}).update(self.evaluate_offline())
         return result
 
     def _update_rounds(self, started: float) -> tuple[list[list[dict[str, Any]]], float]:
@@ -300,12 +319,21 @@ class Algorithm:
 
     @surface_errors
     def evaluate_offline(self) -> dict[str, Any]:
-        """The learner's loss metrics on ``offline_eval_input_`` (no step is taken):
-        ``{"default_policy": {...}, "num_env_steps": rows}``."""
-        if self.held_out_losses is None:
-            raise ConfigError("evaluate_offline() needs held-out data: set "
-                              "config.evaluation(offline_eval_input_=path)")
-        return self.held_out_losses.evaluate(self.learner_group)
+        """The learner's loss metrics, without a step, under RLlib's key
+        ``OFFLINE_EVAL_RUNNER_RESULTS``: on all of ``offline_eval_input_`` (``{"default_policy":
+        {...}, "num_env_steps": rows}``), else, as in RLlib, on
+        ``offline_eval_runner_group``'s batches of the training input (``OfflineEvaluationRunner
+        .run()``'s figures, the runners' merged)."""
+        if self.held_out_losses is not None:
+            results = self.held_out_losses.evaluate(self.learner_group)
+        elif self.offline_eval_runner_group is not None:
+            self.offline_eval_runner_group.sync_weights(self.learner_group)
+            results = self.offline_eval_runner_group.run()
+        else:
+            raise ConfigError("evaluate_offline() needs config.evaluation("
+                              "offline_evaluation_interval=N) (the loss on the training input, "
+                              "as in RLlib) or offline_eval_input_=path (on held-out data)")
+        return {OFFLINE_EVAL_RUNNER_RESULTS: results}
 
     @surface_errors
     def evaluate(self) -> dict[str, Any]:
@@ -430,6 +458,9 @@ class Algorithm:
         if self.evaluation_runners is not None:
             self.evaluation_runners.stop()
             self.evaluation_runners = None
+        if self.offline_eval_runner_group is not None:
+            self.offline_eval_runner_group.stop()
+            self.offline_eval_runner_group = None
         if self.learner_group is not None:
             self.learner_group.stop()
             self.learner_group = None
@@ -440,6 +471,10 @@ class Algorithm:
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False
+
+    def cleanup(self) -> None:
+        """``stop()``, by the name RLlib's ``Algorithm`` (a Tune ``Trainable``) gives it."""
+        self.stop()
 
     def __enter__(self) -> Algorithm:
         return self

@@ -244,7 +244,7 @@ class AlgorithmConfig(FlatAccess):
                    offline_eval_batch_size_per_runner: int = NotProvided,
                    dataset_num_iters_per_offline_eval_runner: int | None = NotProvided,
                    offline_eval_rl_module_inference_only: bool = NotProvided,
-                   num_cpus_per_offline_eval_runner: float = NotProvided,
+                   num_cpus_per_offline_eval_runner: float | str = NotProvided,
                    num_gpus_per_offline_eval_runner: float = NotProvided,
                    custom_resources_per_offline_eval_runner: dict[str, float] = NotProvided,
                    offline_evaluation_timeout_s: float | None = NotProvided,
@@ -270,7 +270,7 @@ class AlgorithmConfig(FlatAccess):
         value on ``evaluation_config``'s data (``offline_data`` settings, ``input_`` at least)
         into ``result["evaluation"]["off_policy_estimation"][name]``; every
         ``offline_evaluation_interval`` iterations the learner's loss terms on
-        ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runner_results"]``
+        ``offline_eval_input_`` go to ``result["evaluation"]["offline_eval_runners"]``
         (see ``HeldOutLosses``). RLlib 2.60's other offline-evaluation keywords set up
         ``OfflineEvaluationRunner`` (each is documented on ``EvaluationConfig``). The old
         stack's ``evaluation_num_workers`` and ``evaluation_config`` keys (``{"input": ...}``)

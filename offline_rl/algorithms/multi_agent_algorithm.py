@@ -39,7 +39,7 @@ from offline_rl.names import (
     EVALUATION_RESULTS,
     LEARNER_RESULTS,
     OFF_POLICY_ESTIMATION,
-    OFFLINE_EVAL_RESULTS,
+    OFFLINE_EVAL_RUNNER_RESULTS,
 )
 from offline_rl.recording.output_folder import new_run_id
 from offline_rl.recording.policies import as_batch_policy
@@ -217,20 +217,22 @@ class MultiAgentAlgorithm:
         interval = self.config.sections.evaluation.evaluation_interval
         if interval and self.iteration % interval == 0:
             result[EVALUATION_RESULTS] = self.evaluate()
-        held_out = {module_id: module_result[EVALUATION_RESULTS][OFFLINE_EVAL_RESULTS]
+        held_out = {module_id: module_result[EVALUATION_RESULTS][OFFLINE_EVAL_RUNNER_RESULTS]
                     for module_id, module_result in results.items()
-                    if OFFLINE_EVAL_RESULTS in module_result.get(EVALUATION_RESULTS, {})}
+                    if OFFLINE_EVAL_RUNNER_RESULTS in module_result.get(EVALUATION_RESULTS, {})}
         if held_out:  # each module's at offline_evaluation_interval
-            result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RESULTS] = (
+            result.setdefault(EVALUATION_RESULTS, {})[OFFLINE_EVAL_RUNNER_RESULTS] = (
                 module_held_out_losses(held_out))
         return result
 
     @surface_errors
     def evaluate_offline(self) -> dict[str, Any]:
-        """Each trained module's loss metrics on its agents' rows of ``offline_eval_input_``
-        (no step is taken): ``{module_id: {...}, "num_env_steps": {module_id: rows}}``."""
-        return module_held_out_losses({module_id: algorithm.evaluate_offline()
-                                       for module_id, algorithm in self.algorithms.items()})
+        """Each trained module's loss metrics on its agents' rows (no step is taken), under
+        ``OFFLINE_EVAL_RUNNER_RESULTS``: ``{module_id: {...}, "num_env_steps": {module_id:
+        rows}}`` (see ``Algorithm.evaluate_offline``)."""
+        return {OFFLINE_EVAL_RUNNER_RESULTS: module_held_out_losses({
+            module_id: algorithm.evaluate_offline()[OFFLINE_EVAL_RUNNER_RESULTS]
+            for module_id, algorithm in self.algorithms.items()})}
 
     @surface_errors
     def evaluate(self) -> dict[str, Any]:
@@ -309,11 +311,13 @@ class MultiAgentAlgorithm:
 
 
 def module_held_out_losses(per_module: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each module's ``evaluate_offline()`` (``{"default_policy": losses, "num_env_steps":
-    rows}``) as one result: ``{module_id: losses, "num_env_steps": {module_id: rows}}``."""
+    """Each module's offline evaluation (``{"default_policy": losses, "num_env_steps": rows}``,
+    or the runners' ``{"default_policy": ..., "__all_modules__": counts}``) as one result:
+    ``{module_id: losses, "num_env_steps": {module_id: rows}}`` (or ``"__all_modules__"``)."""
+    others = {key for losses in per_module.values() for key in losses} - {DEFAULT_MODULE_ID}
     return {**{module_id: losses[DEFAULT_MODULE_ID] for module_id, losses in per_module.items()},
-            "num_env_steps": {module_id: losses["num_env_steps"]
-                              for module_id, losses in per_module.items()}}
+            **{key: {module_id: losses[key] for module_id, losses in per_module.items()}
+               for key in sorted(others)}}
 
 
 def module_config(config: AlgorithmConfig, module_id: str, mapping: dict[Any, str],

@@ -116,8 +116,10 @@ def _auto_prelearner_cpus(kwargs: Mapping[str, Any], free: float) -> float:
 
 
 def env_runner_cpus(requested: float | str, num_runners: int,
-                    beside: float = PIPELINE_CPUS) -> float:
-    """CPUs per env runner: ``requested``, or for ``"auto"`` 1 when ``num_runners`` of them
+                    beside: float = PIPELINE_CPUS, *, option: str = "num_cpus_per_env_runner",
+                    runners: str = "env runners") -> float:
+    """CPUs per env runner (or other runner actor, whose CPU ``option`` and name ``runners``
+    the warning gives): ``requested``, or for ``"auto"`` 1 when ``num_runners`` of them
     fit in the usable CPUs beside ``beside`` CPUs (what else the run holds: by default the
     data pipeline), else 0: the runners then share the CPUs, with a warning saying so.
 
@@ -130,9 +132,9 @@ def env_runner_cpus(requested: float | str, num_runners: int,
     usable = usable_resources().get("CPU", 0.0)
     if not num_runners or num_runners + beside <= usable:
         return 1.0
-    warn_at_caller(f"env runners share the CPUs (num_cpus_per_env_runner='auto'): {num_runners} "
-                   f"x 1 CPU do not fit beside the {beside:g} the rest of the run holds, in "
-                   f"{usable:g}. Set num_cpus_per_env_runner to choose.")
+    warn_at_caller(f"{runners} share the CPUs ({option}='auto'): {num_runners} x 1 CPU do not "
+                   f"fit beside the {beside:g} the rest of the run holds, in {usable:g}. Set "
+                   f"{option} to choose.")
     return 0.0
 
 

@@ -130,8 +130,9 @@ class TorchSquashedGaussian(TorchDiagGaussian):
                                            "high": np.asarray(high, np.float32)})
 
     def _half_range(self) -> tuple[torch.Tensor, torch.Tensor]:
-        low = torch.as_tensor(self.low, device=self.loc.device)
-        high = torch.as_tensor(self.high, device=self.loc.device)
+        # Copies: the class's arrays arrive read-only where Ray unpickled the module.
+        low = torch.tensor(self.low, device=self.loc.device)
+        high = torch.tensor(self.high, device=self.loc.device)
         return (high + low) / 2, (high - low) / 2
 
     def _squash(self, unsquashed: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from offline_rl.names import ALL_MODULES
 
 LEARNERS = "learners/"
 LOSSES = "learners/default_policy/"
-HELD_OUT_LOSSES = "evaluation/offline_eval_runner_results/default_policy/"
+HELD_OUT_LOSSES = "evaluation/offline_eval_runners/default_policy/"
 RETURN = "evaluation/env_runners/episode_return_mean"
 RETURN_STD = "evaluation/env_runners/episode_return_std"
 MODULE_RETURNS = "evaluation/env_runners/module_episode_returns_mean/"

@@ -10,9 +10,9 @@ from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.options import (
     A_BOOL,
     A_NUMBER_ABOVE_0,
-    A_NUMBER_AT_LEAST_0,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
+    AUTO_OR_A_NUMBER_AT_LEAST_0,
     Rule,
     Section,
     is_int_at_least,
@@ -80,7 +80,9 @@ class EvaluationConfig(Section):
     #: inference-only form.
     offline_eval_rl_module_inference_only: bool = option(False, Rule(
         "False (the loss needs the learner's whole module)", lambda value: value is False))
-    num_cpus_per_offline_eval_runner: float = option(1, A_NUMBER_AT_LEAST_0)
+    #: Each remote runner's CPUs; ``"auto"``: 1 where the runners fit beside the rest of the
+    #: run, else they share the CPUs (with a warning).
+    num_cpus_per_offline_eval_runner: float | str = option("auto", AUTO_OR_A_NUMBER_AT_LEAST_0)
     #: ``0`` only: the runners evaluate on CPU.
     num_gpus_per_offline_eval_runner: float = option(0, Rule(
         "0 (the runners evaluate on CPU; train on GPUs with num_gpus_per_learner)",
@@ -110,6 +112,13 @@ class EvaluationConfig(Section):
     #: No effect: no runner is restored.
     offline_eval_runner_restore_timeout_s: float = option(1800.0, A_NUMBER_ABOVE_0)
 
+    def evaluates_training_input(self) -> bool:
+        """Whether the algorithm builds RLlib's offline evaluation runner group (on the
+        training input): ``offline_evaluation_interval`` or ``num_offline_eval_runners`` set,
+        without ``offline_eval_input_`` (whose held-out losses are computed in-process)."""
+        return ((self.offline_evaluation_interval is not None
+                 or self.num_offline_eval_runners > 0) and not self.offline_eval_input_)
+
     def joint_problems(self) -> list[tuple[str, str]]:
         """Parallel evaluation's runners, the estimators' held-out data, and the held-out
         losses' data."""
@@ -119,10 +128,6 @@ class EvaluationConfig(Section):
             problems.append(("evaluation_parallel_to_training", "needs "
                              "evaluation_num_env_runners >= 1 (the actors that play while this "
                              "process trains) and an evaluation_interval"))
-        if self.offline_evaluation_interval is not None and not self.offline_eval_input_:
-            problems.append(("offline_eval_input_", "offline_evaluation_interval reports "
-                             "losses on held-out data: set offline_eval_input_ to the path(s) "
-                             "of data not trained on"))
         if self.offline_loss_for_module_fn is not None and self.offline_eval_input_:
             problems.append(("offline_loss_for_module_fn", "is the loss "
                              "OfflineEvaluationRunner computes; the algorithm's held-out losses "
