@@ -184,7 +184,7 @@ class Algorithm:
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
                                           reserved_cpus=runners * cpus_per_runner + group_cpus
                                           + sampler_cpus(self.config))
-        if group_cpus:
+        if evaluation.evaluates_training_input():
             self.offline_eval_runner_group = OfflineEvaluationRunnerGroup(
                 self.config, local_runner=not evaluation.num_offline_eval_runners,
                 module_spec=spec, runner_cpus=eval_runner_cpus)
