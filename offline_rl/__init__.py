@@ -59,6 +59,7 @@ _LAZY = {
     "Algorithm": "offline_rl.algorithms.algorithm",
     "MultiAgentAlgorithm": "offline_rl.algorithms.multi_agent_algorithm",
     "OfflineEvaluationRunner": "offline_rl.algorithms.offline_evaluation_runner",
+    "OfflinePolicyEvaluationRunner": "offline_rl.algorithms.offline_policy_evaluation_runner",
     "OfflineEvaluationRunnerGroup": "offline_rl.algorithms.offline_evaluation_runner_group",
     **{name: module for algorithm, module in BUILT_IN_ALGORITHMS.items()
        for name in (f"{algorithm}Config", algorithm)},

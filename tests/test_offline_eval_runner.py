@@ -9,9 +9,10 @@ import inspect
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import ray.data
-
 import torch
 
 from offline_rl import (
@@ -26,6 +27,7 @@ from offline_rl import (
     OfflineData,
     OfflineEvaluationRunner,
     OfflineEvaluationRunnerGroup,
+    OfflinePolicyEvaluationRunner,
 )
 from offline_rl.errors import ConfigError, TrainingError
 from offline_rl.names import ALL_MODULES
@@ -64,8 +66,8 @@ def test_runner_built_from_the_config_alone():
 
 
 @pytest.mark.parametrize(("keywords", "message"), [
-    ({"offline_evaluation_type": "is"}, r"must be 'eval_loss' \(importance sampling is "
-                                        r"off_policy_estimation_methods"),
+    ({"offline_evaluation_type": "wis"}, r"offline_evaluation_type.*'eval_loss', 'is' or "
+                                         r"'pdis'"),
     ({"restart_failed_offline_eval_runners": True}, "streaming_split shard cannot move"),
     ({"num_gpus_per_offline_eval_runner": 1}, "the runners evaluate on CPU"),
     ({"offline_eval_rl_module_inference_only": True}, "the loss needs the learner's whole"),
@@ -179,3 +181,74 @@ def test_local_runner_and_offline_evaluation_interval_on_the_training_input(ray_
     local.stop()
     with pytest.raises(ConfigError, match=r"num_offline_eval_runners=2 and local_runner=True"):
         OfflineEvaluationRunnerGroup(config=rllib_test_config(), local_runner=True)
+
+
+def importance_sampled_returns(module, rows) -> tuple[np.ndarray, np.ndarray]:
+    """Per ended episode of ``rows`` (tabular steps), by hand: its return times the product
+    of its steps' ratios (``"is"``), and the rewards weighed by the ratios up to each step
+    (``"pdis"``)."""
+    with torch.no_grad():
+        logits = module.forward_inference({"obs": torch.as_tensor(
+            np.stack(rows["obs"]), dtype=torch.float32)})["action_dist_inputs"]
+    target = torch.softmax(logits, -1).numpy()[np.arange(len(rows["actions"])),
+                                               rows["actions"]]
+    ratios = target / np.exp(rows["action_logp"])
+    ended = set(np.asarray(rows["eps_id"])[rows["terminateds"] | rows["truncateds"]])
+    trajectory, per_decision = [], []
+    for eps_id in ended:
+        steps = np.asarray(rows["eps_id"]) == eps_id
+        trajectory.append(np.prod(ratios[steps]) * rows["rewards"][steps].sum())
+        per_decision.append(np.sum(np.cumprod(ratios[steps]) * rows["rewards"][steps]))
+    return np.array(trajectory), np.array(per_decision)
+
+
+@pytest.mark.slow
+def test_policy_evaluation_runner_estimates_the_return_by_importance_sampling(ray_session):
+    config = rllib_test_config().evaluation(
+        num_offline_eval_runners=0, offline_evaluation_interval=2, offline_evaluation_type="is",
+        offline_eval_batch_size_per_runner=64, dataset_num_iters_per_offline_eval_runner=None)
+    table = pq.read_table(TABULAR.removeprefix("local://"))
+    rows = {name: table.column(name).to_numpy(zero_copy_only=False) for name in (
+        "eps_id", "obs", "actions", "rewards", "terminateds", "truncateds", "action_logp")}
+    with config.build() as algo:
+        group = algo.offline_eval_runner_group
+        assert isinstance(group.local_runner, OfflinePolicyEvaluationRunner)
+        results = [algo.train() for _ in range(2)]
+        estimated = results[1][EVALUATION_RESULTS][OFFLINE_EVAL_RUNNER_RESULTS]
+        trained = algo.learner_group.module
+        trajectory, per_decision = importance_sampled_returns(trained, rows)
+
+        # A pass over the 200 rows in batches of 64: the episodes that span batches are
+        # valued once their last step has come; the one episode the data leaves unended is
+        # counted, not valued.
+        assert estimated[ALL_MODULES]["num_env_steps_sampled"] == 200
+        assert estimated[ALL_MODULES]["dataset_num_iters_evaluated"] == 4
+        assert estimated["num_episodes"] == len(trajectory) == 10
+        assert estimated["num_episodes_unfinished"] == 1
+        assert estimated["episode_return_mean"] == pytest.approx(trajectory.mean(), rel=1e-5)
+        assert estimated["episode_return_max"] == pytest.approx(trajectory.max(), rel=1e-5)
+        assert estimated["behavior_episode_return_mean"] == pytest.approx(
+            np.mean([rows["rewards"][np.asarray(rows["eps_id"]) == eps_id].sum()
+                     for eps_id in set(np.asarray(rows["eps_id"])[rows["terminateds"]
+                                                                  | rows["truncateds"]])]))
+
+        pdis = OfflinePolicyEvaluationRunner(config=config.copy().evaluation(
+            offline_evaluation_type="pdis", offline_eval_batch_size_per_runner=1000))
+        pdis.set_state({COMPONENT_RL_MODULE: {DEFAULT_MODULE_ID: trained.state_dict()}})
+        pdis.set_dataset_iterator(iterator=group._offline_data_iterators[0])
+        run = pdis.run()
+        assert run["episode_return_mean"] == pytest.approx(per_decision.mean(), rel=1e-5)
+        assert run[DEFAULT_MODULE_ID]["module_sample_batch_size_mean"] == 200
+        pdis.stop()
+
+    # Episode rows are whole episodes: each batch's are valued.
+    episodes = config.copy().offline_data(input_=[TABULAR.replace("tabular", "episodes")],
+                                          input_read_episodes=True)
+    runner = OfflinePolicyEvaluationRunner(config=episodes)
+    runner.set_dataset_iterator(iterator=OfflineData(episodes).data.iterator())
+    run = runner.run()
+    assert run["num_episodes"] == 20 and run["num_episodes_unfinished"] == 0
+    assert run[ALL_MODULES]["num_env_steps_sampled"] == 20 * run["episode_len_mean"]
+    with pytest.raises(ConfigError, match=r"offline_evaluation_type must be one of \['is', "
+                                          r"'pdis'\], got 'eval_loss'"):
+        OfflinePolicyEvaluationRunner(config=rllib_test_config())

@@ -15,6 +15,7 @@ from offline_rl.evaluation.off_policy import (
     DoublyRobust,
     ImportanceSampling,
     OffPolicyEstimator,
+    TrajectoryImportanceSampling,
     WeightedImportanceSampling,
     logged_episodes,
 )
@@ -22,7 +23,8 @@ from offline_rl.import_path import import_object
 
 #: The estimators a config may name by their class name.
 ESTIMATORS = {estimator.__name__: estimator for estimator in (
-    ImportanceSampling, WeightedImportanceSampling, DirectMethod, DoublyRobust)}
+    ImportanceSampling, TrajectoryImportanceSampling, WeightedImportanceSampling, DirectMethod,
+    DoublyRobust)}
 
 
 def estimator_class(name: str, kind: Any) -> type[OffPolicyEstimator]:

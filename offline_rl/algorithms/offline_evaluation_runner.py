@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import ray.data
 import torch
 
@@ -25,6 +26,9 @@ from offline_rl.names import (
     DEFAULT_MODULE_ID,
     TOTAL_EVAL_LOSS_KEY,
 )
+
+#: A batch as the dataset iterator gives it: numpy columns, or an Arrow table.
+Batch = dict[str, np.ndarray] | pa.Table
 
 
 class OfflineEvaluationRunner:
@@ -55,6 +59,9 @@ class OfflineEvaluationRunner:
         100
     """
 
+    #: The ``iter_batches`` format of the batches ``run()`` evaluates.
+    BATCH_FORMAT = "numpy"
+
     def __init__(self, config: Any, module_spec: MultiRLModuleSpec | None = None):
         config.validate()
         self.config = config
@@ -69,7 +76,7 @@ class OfflineEvaluationRunner:
         self._loss_for_module_fn = (types.MethodType(custom, self) if custom is not None
                                     else self.learner_loss)
         self._dataset_iterator: ray.data.DataIterator | None = None
-        self._batch_iterator: Iterator[dict[str, np.ndarray] | None] | None = None
+        self._batch_iterator: Iterator[Batch | None] | None = None
         self._lifetime = {"rows": 0, "batches": 0}
 
     def learner_loss(self, *, module_id: str, config: Any, batch: dict[str, torch.Tensor],
@@ -109,64 +116,88 @@ class OfflineEvaluationRunner:
             train: bool = True) -> dict[str, dict[str, float]]:
         """The loss metrics per module (``TOTAL_EVAL_LOSS_KEY`` and the loss's stats) and the
         rows and batches evaluated, now and in the runner's lifetime (under ``ALL_MODULES``)."""
-        if self._dataset_iterator is None:
-            raise ConfigError("OfflineEvaluationRunner.run: no dataset iterator; call "
-                              "set_dataset_iterator(iterator=...) first, e.g. with "
-                              "algo.offline_data.sample(return_iterator=True, num_shards=0)[0]")
+        self._check_iterator()
         if explore or not train:
             raise ConfigError("OfflineEvaluationRunner.run: the loss is computed from the "
                               "module's forward_train outputs; call run(explore=False, "
                               "train=True)")
-        batches = self._next_batches(num_samples)
+        batches = [batch for batch in self._next_batches(num_samples) if batch is not None]
         loss_fn = functools.partial(self._loss_for_module_fn, module_id=DEFAULT_MODULE_ID,
                                     config=self.config)
         metrics = self._learner.loss_metrics(batches, loss_fn=loss_fn)
         rows = sum(len(batch[Columns.ACTIONS]) for batch in batches)
+        counts = self._counts(rows, len(batches))
+        counts[DEFAULT_MODULE_ID] = {TOTAL_EVAL_LOSS_KEY: metrics.pop("total_loss"), **metrics,
+                                     **counts[DEFAULT_MODULE_ID]}
+        return counts
+
+    def _check_iterator(self) -> None:
+        if self._dataset_iterator is None:
+            raise ConfigError(f"{type(self).__name__}.run: no dataset iterator; call "
+                              "set_dataset_iterator(iterator=...) first, e.g. with "
+                              "algo.offline_eval_runner_group._offline_data_iterators[0]")
+
+    def _counts(self, rows: int, batches: int) -> dict[str, dict[str, float]]:
+        """RLlib's counts of a ``run()`` that evaluated ``rows`` rows in ``batches`` batches,
+        and the runner's lifetime sums."""
         self._lifetime["rows"] += rows
-        self._lifetime["batches"] += len(batches)
+        self._lifetime["batches"] += batches
         steps = {"num_module_steps_sampled": rows,
                  "num_module_steps_sampled_lifetime": self._lifetime["rows"]}
         return {
-            DEFAULT_MODULE_ID: {TOTAL_EVAL_LOSS_KEY: metrics.pop("total_loss"), **metrics,
-                                "module_sample_batch_size_mean": rows / len(batches), **steps},
+            DEFAULT_MODULE_ID: {"module_sample_batch_size_mean": rows / max(batches, 1),
+                                **steps},
             ALL_MODULES: {"num_env_steps_sampled": rows,
                           "num_env_steps_sampled_lifetime": self._lifetime["rows"], **steps,
-                          "dataset_num_iters_evaluated": len(batches),
+                          "dataset_num_iters_evaluated": batches,
                           "dataset_num_iters_evaluated_lifetime": self._lifetime["batches"]},
         }
 
-    def _next_batches(self, num_samples: int | None) -> list[dict[str, np.ndarray]]:
+    def _next_batches(self, num_samples: int | None) -> Iterator[Batch | None]:
         """``num_samples`` rows, else ``dataset_num_iters_per_offline_eval_runner`` batches
-        (``None``: up to the end of the data), from where the last call stopped."""
+        (``None``: up to the end of the data), from where the last call stopped; ``None``
+        where a pass over the data ends."""
         evaluation = self.config.sections.evaluation
         if self._batch_iterator is None:
             self._batch_iterator = self._epochs(evaluation.offline_eval_batch_size_per_runner)
         num_iters = evaluation.dataset_num_iters_per_offline_eval_runner
-        batches: list[dict[str, np.ndarray]] = []
-        rows = 0
+        taken = rows = 0
         while (rows < num_samples if num_samples is not None
-               else num_iters is None or len(batches) < num_iters):
+               else num_iters is None or taken < num_iters):
             batch = next(self._batch_iterator)
             if batch is None:  # the end of the data
-                if num_samples is None and num_iters is None and batches:
+                yield None
+                if num_samples is None and num_iters is None and taken:
                     break
                 continue
             if num_samples is not None:
-                batch = {key: value[:num_samples - rows] for key, value in batch.items()}
-            batches.append(batch)
-            rows += len(batch[Columns.ACTIONS])
-        return batches
+                batch = _head(batch, num_samples - rows)
+            taken += 1
+            rows += _num_rows(batch)
+            yield batch
 
-    def _epochs(self, batch_size: int) -> Iterator[dict[str, np.ndarray] | None]:
-        """The iterator's batches, pass after pass, ``None`` after each pass."""
+    def _epochs(self, batch_size: int) -> Iterator[Batch | None]:
+        """The iterator's batches (in ``BATCH_FORMAT``), pass after pass, ``None`` after each
+        pass."""
         while True:
             empty = True
             for batch in self._dataset_iterator.iter_batches(batch_size=batch_size,
-                                                             batch_format="numpy"):
+                                                             batch_format=self.BATCH_FORMAT):
                 empty = False
-                yield {key: value for key, value in batch.items() if key != WEIGHTS_VERSION}
+                yield (batch if isinstance(batch, pa.Table)
+                       else {key: value for key, value in batch.items() if key != WEIGHTS_VERSION})
             if empty:
-                raise DataFormatError("OfflineEvaluationRunner.run: the dataset iterator holds "
+                raise DataFormatError(f"{type(self).__name__}.run: the dataset iterator holds "
                                       "no rows to evaluate (an empty input, or a shard of fewer "
                                       "rows than the other shards' batches)")
             yield None
+
+
+def _num_rows(batch: Batch) -> int:
+    return batch.num_rows if isinstance(batch, pa.Table) else len(next(iter(batch.values())))
+
+
+def _head(batch: Batch, rows: int) -> Batch:
+    if isinstance(batch, pa.Table):
+        return batch.slice(0, rows)
+    return {key: value[:rows] for key, value in batch.items()}

@@ -12,6 +12,7 @@ import numpy as np
 import ray
 
 from offline_rl.algorithms.offline_evaluation_runner import OfflineEvaluationRunner
+from offline_rl.algorithms.offline_policy_evaluation_runner import OfflinePolicyEvaluationRunner
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import env_runner_cpus, side_by_side_options
 from offline_rl.errors import ConfigError, TrainingError
@@ -67,16 +68,20 @@ class OfflineEvaluationRunnerGroup:
                               f"(each on a shard) or, with num_offline_eval_runners=0, one local "
                               f"runner")
         self.config = config
-        self._runner_cls = evaluation.offline_eval_runner_class or OfflineEvaluationRunner
+        estimates = evaluation.offline_evaluation_type != "eval_loss"
+        self._runner_cls = evaluation.offline_eval_runner_class or (
+            OfflinePolicyEvaluationRunner if estimates else OfflineEvaluationRunner)
         data = config.sections.offline_data
         own = config.copy().offline_data(**side_by_side_options(
             data.map_batches_kwargs, data.input_read_method_kwargs, PIPELINE_SHARE))
         self._offline_data = OfflineData(own)
         if spaces is not None:
             self._offline_data.spaces = dict(spaces)
-        self._offline_data_iterators: list[ray.data.DataIterator] = self._offline_data.sample(
-            num_samples=evaluation.offline_eval_batch_size_per_runner, return_iterator=True,
-            num_shards=num_runners)
+        self._offline_data_iterators: list[ray.data.DataIterator] = (
+            _read_rows_iterators(self._offline_data.data, num_runners) if estimates
+            else self._offline_data.sample(
+                num_samples=evaluation.offline_eval_batch_size_per_runner,
+                return_iterator=True, num_shards=num_runners))
         self.local_runner: OfflineEvaluationRunner | None = None
         self._actors: list[Any] = []
         if local_runner or not num_runners:
@@ -189,6 +194,13 @@ class OfflineEvaluationRunnerGroup:
         return results
 
 
+def _read_rows_iterators(data: ray.data.Dataset, num_runners: int
+                         ) -> list[ray.data.DataIterator]:
+    """The input as read, for the policy evaluation runners: one ``streaming_split`` shard
+    per remote runner, or one plain iterator for the local runner."""
+    return data.streaming_split(num_runners) if num_runners else [data.iterator()]
+
+
 def _call(runner: Any, func: str | Callable[[Any], Any], kwargs: Mapping[str, Any]) -> Any:
     return getattr(runner, func)(**kwargs) if isinstance(func, str) else func(runner, **kwargs)
 
@@ -217,10 +229,32 @@ def merge_runs(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any
         return {}
     rows = np.array([run[DEFAULT_MODULE_ID]["num_module_steps_sampled"] for run in runs], float)
     weights = rows / rows.sum() if rows.sum() else np.full(len(runs), 1 / len(runs))
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, Any] = {}
     for key in (DEFAULT_MODULE_ID, ALL_MODULES):
         merged[key] = {
             name: (sum(run[key][name] for run in runs) if name in SUMMED
                    else float(sum(weight * run[key][name] for weight, run in zip(weights, runs))))
             for name in runs[0][key]}
+    merged.update(_merged_episode_figures(runs))
+    return merged
+
+
+def _merged_episode_figures(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """The policy evaluation runners' episode figures as one: counts summed, ``_min`` and
+    ``_max`` over the runners, the means weighted by the episodes each runner valued."""
+    episodes = np.array([run.get("num_episodes", 0) for run in runs], float)
+    names = [name for name in dict.fromkeys(name for run in runs for name in run)
+             if name not in (DEFAULT_MODULE_ID, ALL_MODULES)]
+    merged: dict[str, float] = {}
+    for name in names:
+        values = [(run[name], count) for run, count in zip(runs, episodes) if name in run]
+        if name.startswith("num_"):
+            merged[name] = sum(value for value, _ in values)
+        elif name.endswith("_min"):
+            merged[name] = min(value for value, _ in values)
+        elif name.endswith("_max"):
+            merged[name] = max(value for value, _ in values)
+        else:
+            merged[name] = float(sum(value * count for value, count in values)
+                                 / sum(count for _, count in values))
     return merged

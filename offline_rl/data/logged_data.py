@@ -20,7 +20,7 @@ from offline_rl.formats.tabular import resolve_schema, table_to_numpy
 #: The step fields read from tabular rows (through ``input_read_schema``), and the behaviour
 #: policy's probabilities (read under their own names).
 STEP_FIELDS = (Columns.EPS_ID, Columns.T, Columns.OBS, Columns.ACTIONS, Columns.REWARDS,
-               Columns.NEXT_OBS, Columns.TERMINATEDS)
+               Columns.NEXT_OBS, Columns.TERMINATEDS, Columns.TRUNCATEDS)
 PROBABILITY_COLUMNS = (Columns.ACTION_LOGP, Columns.ACTION_PROB)
 
 
@@ -46,7 +46,14 @@ def read_logged_data(config: DataConfig, spaces: tuple[gym.Space, gym.Space]
         prelearner = (config.prelearner_class or OfflinePreLearner)(
             config, spaces, **config.offline_data.prelearner_kwargs)
         return [episode for table in tables for episode in prelearner.admitted_episodes(table)]
-    table = pa.concat_tables(tables, promote_options="default")
+    return step_columns(pa.concat_tables(tables, promote_options="default"), config, spaces)
+
+
+def step_columns(table: pa.Table, config: DataConfig, spaces: tuple[gym.Space, gym.Space]
+                 ) -> dict[str, np.ndarray]:
+    """The step columns of tabular rows, keyed by their fields (read through
+    ``input_read_schema``, the legacy ``dones`` as ``terminateds``) and the behaviour policy's
+    probabilities, their shapes checked against ``spaces``."""
     schema = resolve_schema(config.offline_data.input_read_schema)
     if schema[Columns.TERMINATEDS] not in table.column_names:
         schema[Columns.TERMINATEDS] = schema[DONES]

@@ -60,12 +60,11 @@ class EvaluationConfig(Section):
     # ignoring failures) are checked but have no effect yet: the group is not here yet.
     #: The group's Ray actors, each on a ``streaming_split`` shard (0: one local runner).
     num_offline_eval_runners: int = option(0, AN_INT_AT_LEAST_0)
-    #: ``"eval_loss"``, the one type: RLlib's ``"is"``/``"pdis"`` are
-    #: ``off_policy_estimation_methods`` here.
+    #: ``"eval_loss"`` (``OfflineEvaluationRunner``: the learner's loss), or the
+    #: ``OfflinePolicyEvaluationRunner``'s importance-sampling estimates of the policy's return:
+    #: ``"is"`` (trajectory-wise) or ``"pdis"`` (per-decision).
     offline_evaluation_type: str = option("eval_loss", Rule(
-        "'eval_loss' (importance sampling is off_policy_estimation_methods={'is': {'type': "
-        "ImportanceSampling}} here, with evaluation_config={'input_': held-out data})",
-        lambda value: value == "eval_loss"))
+        "'eval_loss', 'is' or 'pdis'", lambda value: value in ("eval_loss", "is", "pdis")))
     #: An ``OfflineEvaluationRunner`` subclass the group builds (``None``: that class).
     offline_eval_runner_class: type | None = option(None)
     #: ``fn(runner, *, module_id, config, batch, fwd_out)`` -> loss tensor (or ``(loss,

@@ -16,6 +16,7 @@ from offline_rl.evaluation.off_policy.fitted_q_evaluation import (
 )
 from offline_rl.evaluation.off_policy.importance_sampling import (
     ImportanceSampling,
+    TrajectoryImportanceSampling,
     WeightedImportanceSampling,
 )
 from offline_rl.evaluation.off_policy.logged_episodes import LoggedEpisode, logged_episodes
@@ -23,5 +24,6 @@ from offline_rl.evaluation.off_policy.policy import Policy
 
 __all__ = ["DATASET_ESTIMATE_KEYS", "ESTIMATE_KEYS", "DirectMethod", "DoublyRobust",
            "FQEConfig", "FQETorchModel", "ImportanceSampling", "LoggedEpisode",
-           "OffPolicyEstimator", "Policy", "WeightedImportanceSampling", "logged_episodes",
+           "OffPolicyEstimator", "Policy", "TrajectoryImportanceSampling",
+           "WeightedImportanceSampling", "logged_episodes",
            "q_model_of"]
