@@ -176,6 +176,20 @@ def test_model_config_dict_is_rllibs_older_name_of_model_config():
         valid().rl_module(model_config={}, model_config_dict={})
 
 
+def test_a_default_model_config_keeps_the_algorithms_defaults_it_does_not_change():
+    from offline_rl import IQLConfig
+    from offline_rl.models.model_config import DefaultModelConfig
+
+    # RLlib's pendulum_iql.py form: only the layer sizes change; IQL's relu stays.
+    model = IQLConfig().rl_module(model_config=DefaultModelConfig(
+        fcnet_hiddens=[64], fcnet_activation="tanh")).model_config
+    assert model["fcnet_hiddens"] == [64] and model["fcnet_activation"] == "relu"
+    assert model["free_log_std"] is True
+    # A dict names every key it sets, a class default included.
+    assert IQLConfig().rl_module(model_config={"fcnet_activation": "tanh"}).model_config[
+        "fcnet_activation"] == "tanh"
+
+
 def test_every_error_is_reported_at_once():
     with pytest.raises(ConfigError) as error:
         valid().training(lr=-1, train_batch_size_per_learner=0).validate()

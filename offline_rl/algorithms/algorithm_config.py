@@ -327,7 +327,10 @@ class AlgorithmConfig(FlatAccess):
             >>> TD3BCConfig().rl_module(model_config={"fcnet_hiddens": [64]}).model_config
             {'fcnet_hiddens': [64], 'fcnet_activation': 'relu', 'bound_mean': True}
 
-        ``model_config_dict`` is RLlib's older name of ``model_config`` (give one of them).
+        A ``DefaultModelConfig`` gives the fields it sets away from the class's defaults
+        (``DefaultModelConfig(fcnet_hiddens=[64])`` keeps an algorithm's activation); a dict
+        gives every key it names. ``model_config_dict`` is RLlib's older name of
+        ``model_config`` (give one of them).
         """
         if model_config_dict is not NotProvided:
             if model_config is not NotProvided:
@@ -335,7 +338,7 @@ class AlgorithmConfig(FlatAccess):
                                   "model_config: give one of them")
             model_config = model_config_dict
         if isinstance(model_config, DefaultModelConfig):
-            model_config = model_config.to_dict()
+            model_config = model_config.changed()
         if model_config is not NotProvided:
             model_config = {**self.sections.rl_module.model_config, **model_config}
         return self._set(self.sections.rl_module, locals())

@@ -92,6 +92,16 @@ class DefaultModelConfig:
         """The config as a plain dict."""
         return asdict(self)
 
+    def changed(self) -> dict[str, Any]:
+        """The fields whose values differ from the class's defaults.
+
+        Examples:
+            >>> DefaultModelConfig(fcnet_hiddens=[64], fcnet_activation="tanh").changed()
+            {'fcnet_hiddens': [64]}
+        """
+        defaults = asdict(type(self)())
+        return {name: value for name, value in asdict(self).items() if value != defaults[name]}
+
 
 @dataclass
 class DQNModelConfig(DefaultModelConfig):
