@@ -130,12 +130,12 @@ def _train(args: argparse.Namespace) -> int:
     checkpointing = config.sections.checkpointing
     checkpoints = PeriodicCheckpoints(output, frequency=checkpointing.checkpoint_frequency,
                                       keep=checkpointing.keep_checkpoints_num)
-    output.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.verbose:  # otherwise build() starts Ray, quietly, once it has checked the data
         start_ray(verbose=True)
     algo = (Algorithm.from_checkpoint(resumed_from, config) if resumed_from
             else config.build())
+    output.mkdir(parents=True, exist_ok=True)  # once the config and its data are known good
     reached, dropped = None, {}
     with (algo, ResultLog(output, resume_after=algo.iteration if resumed_from else None)
           as writer, tqdm(total=int(stop["iterations"]), initial=algo.iteration, unit="iter",

@@ -36,6 +36,8 @@ CASES = {
                                      "argument --resume: '{missing}' does not exist"),
     "train, output folder is a file": (["train", "{config}", "--output-dir", "{file}"],
                                        "output folder {file} is a file"),
+    "train, missing data (no output folder made)": (
+        ["train", "{config}", "--output-dir", "{missing}"], "does not exist; record a dataset"),
     "train, stop return without evaluation": (["train", "{config}", "--stop-return", "400"],
                                               "--stop-return needs evaluation"),
     "evaluate, missing checkpoint": (["evaluate", "{missing}"],
