@@ -116,6 +116,11 @@ def test_validation_names_the_field(change, field):
      r"input_: source 'data/b': the weight must be a finite number above 0, got -0.3"),
     (lambda c: c.offline_data(input_read_schema="obs"),
      r"input_read_schema: must map offline-rl's column names to the data's"),
+    (lambda c: c.offline_data(input_read_schema={"state": "obs", "act": "actions"}),
+     r"input_read_schema: has the key\(s\) \['state', 'act'\], which name no field.*the "
+     r"mapping is reversed\? give \{'obs': 'state', 'actions': 'act'\}"),
+    (lambda c: c.offline_data(input_read_schema={"terminated": "done_flag"}),
+     r"'terminated': did you mean 'terminateds'\?"),
     (lambda c: c.offline_data(input_read_method_kwargs={"colums": ["obs"]}),
      r"input_read_method_kwargs: ray.data.read_parquet takes no \['colums'\]; it takes "
      r"\[.*'columns'"),

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offline_rl.columns import SCHEMA, Columns
+from offline_rl.columns import LEGACY_DONE, SCHEMA, Columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError
 from offline_rl.formats.checks import check_column_types, observations_as_space_dtype
@@ -31,8 +31,6 @@ from offline_rl.formats.shapes import conform_columns
 
 #: Episode fields every tabular row must provide (``terminateds`` may come from ``dones``).
 REQUIRED_FIELDS = (Columns.OBS, Columns.ACTIONS, Columns.REWARDS, Columns.NEXT_OBS)
-#: The seeds' name of the legacy done flag (``input_read_schema={"done": column}``).
-LEGACY_DONE = "done"
 #: Episode fields that are bookkeeping, not train columns.
 _BOOKKEEPING = (Columns.EPS_ID, Columns.AGENT_ID, Columns.MODULE_ID, Columns.T, Columns.INFOS)
 

@@ -3,11 +3,13 @@ and where recordings go (RLlib's Input/Output API names)."""
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from offline_rl.columns import LEGACY_DONE, SCHEMA
 from offline_rl.errors import ConfigError
 from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.checks import (
@@ -61,12 +63,32 @@ def input_problem(paths: Any) -> str | None:
 
 def column_renames_problem(schema: Any) -> str | None:
     """What is wrong with ``input_read_schema`` (offline-rl's column names to the data's), or
-    ``None``."""
-    if isinstance(schema, dict) and all(isinstance(key, str) and isinstance(name, str)
-                                        for key, name in schema.items()):
+    ``None``: a key that names no field (a typo, or the mapping given the data's way round)
+    is named, with the fields there are.
+
+    Examples:
+        >>> column_renames_problem({"state": "obs"})
+        "has the key(s) ['state'], which name no field; the keys are offline-rl's fields and the values the data's columns (the mapping is reversed? give {'obs': 'state'}); the fields are ['actions', 'agent_id', 'done', 'dones', 'eps_id', 'infos', 'module_id', 'new_obs', 'obs', 'rewards', 't', 'terminateds', 'truncateds']"
+    """
+    if not (isinstance(schema, dict) and all(isinstance(key, str) and isinstance(name, str)
+                                             for key, name in schema.items())):
+        return ("must map offline-rl's column names to the data's (e.g. {'obs': "
+                f"'observation'}}), got {schema!r}")
+    fields = sorted({*SCHEMA, LEGACY_DONE})
+    unknown = [key for key in schema if key not in fields]
+    if not unknown:
         return None
-    return ("must map offline-rl's column names to the data's (e.g. {'obs': 'observation'}), "
-            f"got {schema!r}")
+    hints = []
+    reversed_keys = {schema[key]: key for key in unknown if schema[key] in fields}
+    if reversed_keys:
+        hints.append(f"the mapping is reversed? give {reversed_keys}")
+    for key in unknown:
+        close = difflib.get_close_matches(key, fields, n=1)
+        if close and schema[key] not in fields:
+            hints.append(f"{key!r}: did you mean {close[0]!r}?")
+    return (f"has the key(s) {unknown}, which name no field; the keys are offline-rl's fields "
+            f"and the values the data's columns" + (f" ({'; '.join(hints)})" if hints else "")
+            + f"; the fields are {fields}")
 
 
 @dataclass
