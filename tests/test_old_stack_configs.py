@@ -99,6 +99,16 @@ def test_old_keys_without_an_equivalent_and_unknown_keys_are_refused(values, mes
         BCConfig().update_from_dict(values)
 
 
+def test_the_old_input_key_on_parquet_says_to_use_input_before_any_read():
+    parquet = SAMPLE_BATCH_JSON.parent / "rllib_cartpole_tabular"
+    with pytest.raises(ConfigError, match=r"the old stack's input reads SampleBatch JSON lines, "
+                                          r"but .*rllib_cartpole_tabular holds Parquet files: "
+                                          r"give it as input_"):
+        BCConfig().update_from_dict({"input": str(parquet)})
+    assert BCConfig().update_from_dict({"input": str(SAMPLE_BATCH_JSON)}).sections.offline_data \
+        .input_read_method == "read_json"
+
+
 @pytest.mark.parametrize("values, message", [
     ({"actions_in_input_normalized": "false"},
      r"^old-stack key actions_in_input_normalized \(offline_data\(input_actions_normalized="

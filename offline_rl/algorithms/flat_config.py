@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from offline_rl.data.input_api import (
@@ -84,8 +85,23 @@ class Given:
 
 
 def _json_input(path: Any) -> dict[str, Any]:
-    """The old stack's ``input`` path: SampleBatch JSON files, as its ``JsonReader`` read."""
+    """The old stack's ``input`` path: SampleBatch JSON files, as its ``JsonReader`` read;
+    ``ConfigError`` for a local path of Parquet files only (the new stack's ``input_``)."""
+    if isinstance(path, str) and _holds_parquet_only(Path(path)):
+        raise ConfigError(f"input={path!r}: the old stack's input reads SampleBatch JSON lines, "
+                          f"but {path} holds Parquet files: give it as input_ (the new stack's "
+                          f"key), e.g. config.offline_data(input_={path!r})")
     return {"input_": path, "input_read_method": "read_json", "input_read_sample_batches": True}
+
+
+def _holds_parquet_only(path: Path) -> bool:
+    """Whether ``path`` is a local Parquet file, or a folder of Parquet and no JSON files."""
+    if path.is_file():
+        return path.suffix == ".parquet"
+    if not path.is_dir():
+        return False
+    suffixes = {file.suffix for file in path.rglob("*") if file.is_file()}
+    return ".parquet" in suffixes and not suffixes & {".json", ".jsonl", ".gz"}
 
 
 def _input(value: Any, _: Given) -> dict[str, Any]:
