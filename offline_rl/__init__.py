@@ -22,6 +22,7 @@ from typing import Any
 from offline_rl.algorithms.registry import BUILT_IN_ALGORITHMS
 from offline_rl.columns import SCHEMA, Columns
 from offline_rl.names import (
+    ALL_MODULES,
     COMPONENT_LEARNER,
     COMPONENT_LEARNER_GROUP,
     COMPONENT_RL_MODULE,
@@ -33,6 +34,7 @@ from offline_rl.names import (
     EPISODE_RETURN_MEAN,
     EVALUATION_RESULTS,
     INPUT_ENV_SPACES,
+    LEARNER_RESULTS,
     MODULE_SAMPLE_BATCH_SIZE_MEAN,
     NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
@@ -41,11 +43,13 @@ from offline_rl.names import (
     NUM_MODULE_STEPS_SAMPLED,
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     OFFLINE_EVAL_RUNNER_RESULTS,
+    POLICY_LOSS_KEY,
     TIMERS,
     TOTAL_EVAL_LOSS_KEY,
     TRAINING_ITERATION,
     TRAINING_ITERATION_TIMER,
     TRAINING_STEP_TIMER,
+    VF_LOSS_KEY,
     ModuleID,
 )
 from offline_rl.nested_keys import flatten_dict, unflatten_dict
@@ -80,6 +84,7 @@ _LAZY = {
     "EpisodeType": "offline_rl.episodes.episode",
     "MultiAgentEpisode": "offline_rl.episodes.multi_agent_episode",
     "EpisodeReplayBuffer": "offline_rl.episodes.replay_buffer",
+    "InfiniteLookbackBuffer": "offline_rl.episodes.lookback",
     "RLModuleSpec": "offline_rl.models.rl_module_spec",
     "MultiRLModule": "offline_rl.models.multi_rl_module",
     "MultiRLModuleSpec": "offline_rl.models.multi_rl_module",
@@ -98,6 +103,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "ALL_MODULES",
     "COMPONENT_LEARNER",
     "COMPONENT_LEARNER_GROUP",
     "COMPONENT_RL_MODULE",
@@ -109,6 +115,7 @@ __all__ = [
     "EPISODE_RETURN_MEAN",
     "EVALUATION_RESULTS",
     "INPUT_ENV_SPACES",
+    "LEARNER_RESULTS",
     "MODULE_SAMPLE_BATCH_SIZE_MEAN",
     "NUM_ENV_STEPS_SAMPLED",
     "NUM_ENV_STEPS_SAMPLED_LIFETIME",
@@ -117,12 +124,14 @@ __all__ = [
     "NUM_MODULE_STEPS_SAMPLED",
     "NUM_MODULE_STEPS_SAMPLED_LIFETIME",
     "OFFLINE_EVAL_RUNNER_RESULTS",
+    "POLICY_LOSS_KEY",
     "TOTAL_EVAL_LOSS_KEY",
     "SCHEMA",
     "TIMERS",
     "TRAINING_ITERATION",
     "TRAINING_ITERATION_TIMER",
     "TRAINING_STEP_TIMER",
+    "VF_LOSS_KEY",
     "ModuleID",
     "Columns",
     "flatten_dict",

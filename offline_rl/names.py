@@ -52,6 +52,11 @@ ModuleID = str
 DEFAULT_MODULE_ID = "default_policy"
 #: Figures over all modules, under ``result[LEARNER_RESULTS]``.
 ALL_MODULES = "__all_modules__"
+#: ``result[LEARNER_RESULTS][module_id][POLICY_LOSS_KEY]`` (``VF_LOSS_KEY``): the policy's
+#: (the value function's) loss, where the algorithm has one (RLlib's
+#: ``ray.rllib.core.learner.learner`` names).
+POLICY_LOSS_KEY = "policy_loss"
+VF_LOSS_KEY = "vf_loss"
 #: Checkpoint components ``Algorithm.restore_from_path(path, component=...)`` loads: the
 #: learners' state (module weights and optimizer), or the module's weights only.
 COMPONENT_LEARNER_GROUP = "learner_group"

@@ -206,3 +206,22 @@ def test_from_state_rejects_malformed_states():
 def test_non_positive_slice_step_is_rejected():
     with pytest.raises(ValueError, match="step must be positive"):
         InfiniteLookbackBuffer([1, 2]).get(slice(None, None, -1))
+
+
+@pytest.mark.parametrize("finalized", [False, True])
+def test_buffers_compare_equal_as_rllibs_do(finalized):
+    # RLlib's tests compare buffers (and so episodes' columns) with ==: data, lookback,
+    # finalized state and space all count; the data's dtypes and shapes too.
+    space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    items = [{"a": np.full(2, i, np.float32), "b": [i]} for i in range(3)]
+    first, second = (buffers(items, lookback=1, space=space)[finalized] for _ in range(2))
+    assert first == second and first != buffers(items, lookback=2, space=space)[finalized]
+    assert first != buffers(items, lookback=1, space=None)[finalized]
+    assert first != buffers(items, lookback=1, space=space)[not finalized]
+    numbers = InfiniteLookbackBuffer(np.arange(3, dtype=np.float32))
+    assert numbers == InfiniteLookbackBuffer(np.arange(3, dtype=np.float32))
+    assert numbers != InfiniteLookbackBuffer(np.arange(3, dtype=np.float64))
+    assert numbers != InfiniteLookbackBuffer(np.arange(4, dtype=np.float32))
+    assert numbers != [0.0, 1.0, 2.0]  # only a buffer equals a buffer
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(numbers)

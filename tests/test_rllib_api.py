@@ -207,3 +207,87 @@ def test_every_learner_gives_its_module_state_in_rllibs_form(config_class):
     assert set(state) == {DEFAULT_POLICY_ID}
     assert set(state[DEFAULT_POLICY_ID]) == set(learner.module.state_dict())
     assert {"module", "optimizers"} <= set(learner.get_state())
+
+
+def test_rllibs_result_names_and_the_learners_loss_keys():
+    from ray.rllib.core import ALL_MODULES as RLLIB_ALL_MODULES
+    from ray.rllib.core.learner.learner import POLICY_LOSS_KEY as RLLIB_POLICY_LOSS_KEY
+    from ray.rllib.core.learner.learner import VF_LOSS_KEY as RLLIB_VF_LOSS_KEY
+    from ray.rllib.utils.metrics import LEARNER_RESULTS as RLLIB_LEARNER_RESULTS
+
+    from offline_rl import ALL_MODULES, LEARNER_RESULTS, POLICY_LOSS_KEY, VF_LOSS_KEY, MARWILConfig
+
+    assert (LEARNER_RESULTS, ALL_MODULES, POLICY_LOSS_KEY, VF_LOSS_KEY) == (
+        RLLIB_LEARNER_RESULTS, RLLIB_ALL_MODULES, RLLIB_POLICY_LOSS_KEY, RLLIB_VF_LOSS_KEY)
+    config = MARWILConfig().training(lr=2e-3).rl_module(model_config={"fcnet_hiddens": [8]})
+    learner_config = config.learner_config(config.get_rl_module_spec(
+        ENV.observation_space, ENV.action_space))
+    learner = learner_config.learner_class(learner_config, learner_config.module_spec)
+    batch = {"obs": np.zeros((4, 4), np.float32), "actions": np.array([0, 1, 0, 1]),
+             "value_targets": np.ones(4, np.float32)}
+    metrics = learner.update(batch)
+    assert {POLICY_LOSS_KEY, VF_LOSS_KEY} <= set(metrics)
+    # RLlib reports each optimizer's current rate, the one default optimizer's by this name.
+    assert metrics["default_optimizer_learning_rate"] == 2e-3
+
+
+def test_rllibs_total_train_batch_size_and_framework_forms():
+    config = BCConfig().learners(num_learners=4).training(train_batch_size=2000)
+    assert config.train_batch_size_per_learner == 500  # divided among the learners
+    assert BCConfig().training(train_batch_size=32).train_batch_size_per_learner == 32
+    both = BCConfig().training(train_batch_size=2000, train_batch_size_per_learner=64)
+    assert both.train_batch_size_per_learner == 64  # the per-learner form wins, as in RLlib
+    with pytest.raises(ConfigError, match=r"train_batch_size=2\): must be an int >= 4, the "
+                                          r"rows of one update over the 4 learner\(s\)"):
+        BCConfig().learners(num_learners=4).training(train_batch_size=2)
+    with pytest.raises(ConfigError, match=r"train_batch_size='64'\): must be an int"):
+        BCConfig().training(train_batch_size="64")
+    assert BCConfig().framework(None).framework("torch").to_dict() == BCConfig().to_dict()
+
+
+def test_cqls_sac_options_are_accepted_and_checked():
+    from offline_rl import CQLConfig
+
+    config = CQLConfig().training(train_batch_size=256, clip_actions=False, twin_q=True,
+                                  num_steps_sampled_before_learning_starts=0, bc_iters=0)
+    assert (config.clip_actions, config.num_steps_sampled_before_learning_starts) == (False, 0)
+    problems = dict(CQLConfig().training(clip_actions="no",
+                                         num_steps_sampled_before_learning_starts=-1).problems())
+    assert problems["clip_actions"] == "must be True or False, got 'no'"
+    assert problems["num_steps_sampled_before_learning_starts"].startswith("must be an int >= 0")
+
+
+def test_the_default_module_spec_is_built_once_given_the_spaces():
+    import torch
+
+    from offline_rl import DefaultModelConfig, MARWILConfig
+
+    config = MARWILConfig().environment("CartPole-v1").rl_module(
+        model_config=DefaultModelConfig(fcnet_hiddens=[16], fcnet_activation="tanh"))
+    spec = config.get_default_rl_module_spec()
+    assert spec.observation_space is None and spec.model_config.fcnet_hiddens == [16]
+    spec.observation_space, spec.action_space = ENV.observation_space, ENV.action_space
+    module = spec.build()
+    assert module.compute_values({Columns.OBS: torch.zeros(3, 4)}).shape == (3,)
+
+
+def test_a_prelearner_runs_its_modules_pieces_with_the_module_state_given(rows):
+    # MARWIL's pipeline runs the module (values for the advantages): RLlib's tests build its
+    # PreLearner alone with the learner's module state.
+    from offline_rl import MARWILConfig
+
+    config = (MARWILConfig()
+              .environment(observation_space=ENV.observation_space, action_space=ENV.action_space)
+              .training(train_batch_size_per_learner=64)
+              .offline_data(input_=[TABULAR], dataset_num_iters_per_learner=1))
+    learner_config = config.learner_config(config.get_rl_module_spec(
+        ENV.observation_space, ENV.action_space))
+    learner = learner_config.learner_class(learner_config, learner_config.module_spec)
+    state = learner.get_state(component=COMPONENT_RL_MODULE)[COMPONENT_RL_MODULE]
+    batch = unflatten_dict(OfflinePreLearner(config=config, module_state=state)(rows))
+    columns = batch[DEFAULT_POLICY_ID]
+    assert len(columns[Columns.VALUE_TARGETS]) == len(columns[Columns.OBS]) > 0
+    with pytest.raises(ConfigError, match="nor module_state"):
+        OfflinePreLearner(config=config)
+    with pytest.raises(ConfigError, match="module_state does not fit the module"):
+        OfflinePreLearner(config=config, module_state={DEFAULT_POLICY_ID: {"w": np.zeros(2)}})

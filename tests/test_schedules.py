@@ -51,8 +51,13 @@ def test_bad_schedules_are_named(value, message):
 def test_the_learner_follows_the_schedule_in_rows_trained_and_stops_at_zero():
     learner = learner_of(BCConfig().training(lr=[[0, 1e-2], [8, 0.0]],
                                              train_batch_size_per_learner=4))
-    rates = [learner.update(BATCH)["default_learning_rate"] for _ in range(3)]
-    assert rates == pytest.approx([1e-2, 5e-3, 0.0])
+    used, reported = [], []
+    for _ in range(3):
+        # As RLlib, each update reports the rate for the next step, at the rows trained so far.
+        reported.append(learner.update(BATCH)["default_optimizer_learning_rate"])
+        used.append(learner.optimizers["default"].param_groups[0]["lr"])
+    assert used == pytest.approx([1e-2, 5e-3, 0.0])
+    assert reported == pytest.approx([5e-3, 0.0, 0.0])
     before = [p.detach().clone() for p in learner.module.parameters()]
     learner.update(BATCH)
     assert all(torch.equal(a, b) for a, b in zip(before, learner.module.parameters()))
@@ -60,7 +65,8 @@ def test_the_learner_follows_the_schedule_in_rows_trained_and_stops_at_zero():
     resumed = learner_of(BCConfig().training(lr=[[0, 1e-2], [8, 0.0]],
                                              train_batch_size_per_learner=4))
     resumed.num_updates = 1
-    assert resumed.update(BATCH)["default_learning_rate"] == pytest.approx(5e-3)
+    assert resumed.update(BATCH)["default_optimizer_learning_rate"] == 0.0
+    assert resumed.optimizers["default"].param_groups[0]["lr"] == pytest.approx(5e-3)
 
 
 def test_each_optimizer_has_its_own_schedule():
@@ -68,8 +74,8 @@ def test_each_optimizer_has_its_own_schedule():
                                   train_batch_size_per_learner=4)
     learner = learner_of(config)
     metrics = [learner.update(BATCH) for _ in range(2)]
-    assert [m["policy_learning_rate"] for m in metrics] == pytest.approx([3e-4, 2.7e-4])
-    assert "critic_learning_rate" not in metrics[0]
+    assert [m["policy_learning_rate"] for m in metrics] == pytest.approx([2.7e-4, 2.4e-4])
+    assert [m["critic_learning_rate"] for m in metrics] == pytest.approx([1e-3, 1e-3])
     assert learner.optimizers["critic"].param_groups[0]["lr"] == 1e-3
     assert learner.optimizers["policy"].param_groups[0]["lr"] == pytest.approx(2.7e-4)
 
@@ -88,9 +94,9 @@ def test_the_cosine_schedule_follows_torchs_cosine_annealing_to_zero():
     optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=3e-4)
     annealing = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=updates)
     torchs = []
-    for _ in range(updates + 1):
+    for _ in range(updates + 2):
         torchs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         annealing.step()
-    assert ours == pytest.approx(torchs, abs=1e-3 * 3e-4)
+    assert ours == pytest.approx(torchs[1:], abs=1e-3 * 3e-4)  # each the next step's rate
     assert ours[-1] == 0.0

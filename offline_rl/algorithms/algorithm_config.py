@@ -33,7 +33,7 @@ from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.learning_rates import LearningRate
-from offline_rl.settings.options import NotProvided, Section
+from offline_rl.settings.options import NotProvided, Section, is_int_at_least
 from offline_rl.settings.sections import ConfigSections
 
 #: The algorithm a multi-agent config builds, imported on first use (it imports this module).
@@ -97,6 +97,7 @@ class AlgorithmConfig(FlatAccess):
 
     def training(self, *, lr: LearningRate = NotProvided,
                  train_batch_size_per_learner: int = NotProvided,
+                 train_batch_size: int = NotProvided,
                  grad_clip: float | None = NotProvided, grad_clip_by: str = NotProvided,
                  learner_connector: Callable[..., Any] | str | None = NotProvided,
                  add_default_connectors_to_learner_pipeline: bool = NotProvided,
@@ -104,9 +105,15 @@ class AlgorithmConfig(FlatAccess):
         """Optimizer and batch settings. ``lr`` is a number or a schedule
         ``[[timestep, lr], ...]`` (linear between points; the timestep counts the rows
         trained on, over all learners), as is every ``*_lr`` of the algorithms.
+        ``train_batch_size`` is RLlib's total form: the rows of one update over all
+        learners, divided among the learners configured when it is given (call
+        ``learners()`` first); ``train_batch_size_per_learner``, given too, wins, as in RLlib.
         ``learner_connector(obs_space, act_space)`` returns connector piece(s) placed before
         the default learner pieces. ``training_intensity``: with ``"sampler"`` in ``input_``,
         the online rows trained per env step sampled (default 1)."""
+        if train_batch_size is not NotProvided and train_batch_size_per_learner is NotProvided:
+            train_batch_size_per_learner = per_learner_batch_size(
+                train_batch_size, self.sections.learners.num_learners)
         return self._set(self.sections.training, locals())
 
     def learners(self, *, num_learners: int = NotProvided,
@@ -300,9 +307,12 @@ class AlgorithmConfig(FlatAccess):
         values refused (see ``ReportingConfig``)."""
         return self._set(self.sections.reporting, locals())
 
-    def framework(self, framework: str = "torch") -> AlgorithmConfig:
+    def framework(self, framework: str | None = NotProvided) -> AlgorithmConfig:
         """RLlib's deep-learning framework choice: offline-rl's learners are torch only, so
-        any other is a ``ConfigError``."""
+        ``"torch"`` (or ``None``, which RLlib reads as unchanged) keeps it and any other is a
+        ``ConfigError``."""
+        if framework is NotProvided or framework is None:
+            return self
         return self.update_from_dict({"framework": framework})
 
     def checkpointing(self, *, checkpoint_frequency: int = NotProvided,
@@ -434,6 +444,12 @@ class AlgorithmConfig(FlatAccess):
             spec.model_config = DefaultModelConfig.from_dict(spec.model_config)
         return spec
 
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """RLlib's name for the algorithm's module spec before the spaces are known:
+        ``get_rl_module_spec`` without spaces (set ``observation_space`` and ``action_space``
+        on it before ``build()``), with the module class and ``model_config`` filled in."""
+        return self.get_rl_module_spec(None, None)
+
     def input_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
         """The data's spaces: ``environment``'s ``observation_space``/``action_space``, else
         the env's (made, read and closed); ``None`` for what neither gives."""
@@ -556,6 +572,22 @@ class AlgorithmConfig(FlatAccess):
     def section_options(self, section: str) -> list[str]:
         """The options of one section of ``to_dict``'s layout (a builder method's keywords)."""
         return [name for part in self.sections.parts(section) for name in part.option_names()]
+
+
+def per_learner_batch_size(train_batch_size: Any, num_learners: int) -> int:
+    """Each learner's rows of RLlib's total ``train_batch_size`` over ``num_learners`` (0:
+    one local learner); ``ConfigError`` unless that is an int >= 1.
+
+    Examples:
+        >>> per_learner_batch_size(2000, 0), per_learner_batch_size(2000, 4)
+        (2000, 500)
+    """
+    learners = max(num_learners, 1) if is_int_at_least(num_learners, 0) else 1
+    if not is_int_at_least(train_batch_size, learners):
+        raise ConfigError(f"training(train_batch_size={train_batch_size!r}): must be an int "
+                          f">= {learners}, the rows of one update over the {learners} "
+                          "learner(s) configured (or give train_batch_size_per_learner)")
+    return train_batch_size // learners
 
 
 def _as_class(value: type | str | None) -> type | None:

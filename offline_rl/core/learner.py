@@ -29,6 +29,9 @@ from offline_rl.settings.learning_rates import LearningRate, is_schedule
 
 #: The name of the optimizer of a learner that has one.
 DEFAULT_OPTIMIZER = "default"
+#: RLlib's name of that optimizer, in the key of its learning rate
+#: (``default_optimizer_learning_rate``).
+RLLIB_DEFAULT_OPTIMIZER = "default_optimizer"
 #: Batch columns holding one number per row: each reaches the losses with shape ``(batch,)``.
 PER_ROW_COLUMNS = (Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS,
                    Columns.ACTION_LOGP, Columns.ACTION_PROB, Columns.VF_PREDS,
@@ -58,6 +61,17 @@ def check_per_row(loss: str, rows: int, **tensors: torch.Tensor) -> None:
             raise TrainingError(
                 f"{loss}: {name} has shape {tuple(tensor.shape)}, but the loss computes with one "
                 f"value per row, shape ({rows},); a custom module or loss returned it")
+
+
+def learning_rate_key(optimizer: str) -> str:
+    """The metric of ``optimizer``'s learning rate, in RLlib's form.
+
+    Examples:
+        >>> learning_rate_key(DEFAULT_OPTIMIZER), learning_rate_key("policy")
+        ('default_optimizer_learning_rate', 'policy_learning_rate')
+    """
+    name = RLLIB_DEFAULT_OPTIMIZER if optimizer == DEFAULT_OPTIMIZER else optimizer
+    return f"{name}_learning_rate"
 
 
 def resolve_device(num_gpus_per_learner: float) -> torch.device:
@@ -107,8 +121,8 @@ class Learner:
         >>> learner = config.get_default_learner_class()(config.learner_config(spec))
         >>> batch = {"obs": np.zeros((4, 2), np.float32), "actions": np.array([0, 1, 0, 1])}
         >>> metrics = learner.update(batch)
-        >>> metrics["num_module_steps_trained"], sorted(metrics)[:2]
-        (4, ['learner_update_timer', 'num_module_steps_trained'])
+        >>> metrics["num_module_steps_trained"], sorted(metrics)[:3]
+        (4, ['default_optimizer_learning_rate', 'learner_update_timer', 'num_module_steps_trained'])
     """
 
     def __init__(self, config: LearnerConfig, module_spec: RLModuleSpec | None = None):
@@ -178,7 +192,8 @@ class Learner:
             self._check_batch_shapes(tensors)
         stepped: list[torch.Tensor] = []
         reported: dict[str, torch.Tensor] = {}
-        for stage in self.update_stages():
+        stages = self.update_stages()
+        for stage in stages:
             for name in stage:
                 self.optimizers[name].zero_grad(set_to_none=True)
             if tensors is not None:
@@ -194,7 +209,7 @@ class Learner:
             elif batch is None:
                 return None
             reported.update(self._clip_gradients(stage))
-            reported.update(self._schedule_learning_rates(stage))
+            self._schedule_learning_rates(stage)
             for name in stage:
                 self.optimizers[name].step()
         self.after_gradient_based_update()
@@ -204,6 +219,7 @@ class Learner:
         reported["total_loss"] = torch.stack(stepped).sum()
         values = torch.stack(list(reported.values())).tolist()
         metrics = dict(zip(reported, values))
+        metrics.update(self._next_learning_rates([name for stage in stages for name in stage]))
         if not math.isfinite(metrics["total_loss"]):
             raise self._nonfinite_error(metrics)
         metrics["num_module_steps_trained"] = len(next(iter(batch.values())))
@@ -332,21 +348,31 @@ class Learner:
             offset += grad.numel()
         return True
 
-    def _schedule_learning_rates(self, stage: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    def _rows_trained(self, updates: int) -> int:
+        """The rows trained on, over all learners, after ``updates`` updates (the timestep
+        of the learning-rate schedules)."""
+        return (updates * self.config.training.train_batch_size_per_learner
+                * max(self.config.learners.num_learners, 1))
+
+    def _schedule_learning_rates(self, stage: tuple[str, ...]) -> None:
         """Sets the learning rate of each scheduled optimizer of the ``stage`` for this step
-        (the timestep is the rows trained on before it, over all learners); returns them as
-        ``<optimizer>_learning_rate``."""
-        timestep = (self.num_updates * self.config.training.train_batch_size_per_learner
-                    * max(self.config.learners.num_learners, 1))
-        rates = {}
+        (the timestep is the rows trained on before it, over all learners)."""
+        timestep = self._rows_trained(self.num_updates)
         for name in stage:
             spec = self.optimizer_specs[name]
             if is_schedule(spec.lr):
                 rate = learning_rate_at(spec.lr, timestep)
                 for group in self.optimizers[name].param_groups:
                     group["lr"] = rate
-                rates[f"{name}_learning_rate"] = torch.tensor(rate, device=self.device)
-        return rates
+
+    def _next_learning_rates(self, names: list[str]) -> dict[str, float]:
+        """The learning rate each of the optimizers ``names`` takes for the next step (at the
+        rows trained on so far), as RLlib reports it after an update:
+        ``default_optimizer_learning_rate`` for the one default optimizer, else
+        ``<optimizer>_learning_rate``."""
+        timestep = self._rows_trained(self.num_updates)
+        return {learning_rate_key(name): learning_rate_at(self.optimizer_specs[name].lr, timestep)
+                for name in dict.fromkeys(names)}
 
     def _clip_gradients(self, stage: tuple[str, ...]) -> dict[str, torch.Tensor]:
         """Clips the gradients of each optimizer of the ``stage`` (``grad_clip_by``); returns

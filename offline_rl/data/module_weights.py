@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import ray
 
+from offline_rl.errors import ConfigError
+from offline_rl.names import DEFAULT_MODULE_ID
+
 if TYPE_CHECKING:
     import torch
 
@@ -104,3 +107,46 @@ class SyncedModule:
             self.module.load_state_dict({name: torch.tensor(value)
                                          for name, value in state.items()})
             self.version = version
+
+
+class LoadedModule:
+    """A module with the weights it was given and no further syncs: a PreLearner built alone
+    with RLlib's ``module_state`` (``{module_id: weights}``, as the learner's
+    ``get_state(component=COMPONENT_RL_MODULE)["rl_module"]`` returns it, or the weights
+    alone), in ``SyncedModule``'s interface (``get()``, ``version``).
+
+    Examples:
+        >>> import gymnasium as gym, torch
+        >>> from offline_rl import RLModuleSpec
+        >>> spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (2,)),
+        ...                     action_space=gym.spaces.Discrete(2))
+        >>> source = spec.build()
+        >>> loaded = LoadedModule(spec.build(), {"default_policy": numpy_state(source)})
+        >>> all(torch.equal(a, b) for a, b in zip(loaded.get().parameters(),
+        ...                                       source.parameters()))
+        True
+    """
+
+    #: The weights' version: those given, before any update of this process's.
+    version = 0
+
+    def __init__(self, module: Any, module_state: dict[str, Any],
+                 module_id: str = DEFAULT_MODULE_ID):
+        import torch
+
+        state = module_state.get(module_id, module_state)
+        if not isinstance(state, dict):
+            raise ConfigError(
+                f"module_state must be {{{module_id!r}: weights}} or the weights (a state "
+                f"dict), got {type(module_state).__name__}")
+        try:
+            module.load_state_dict({name: torch.as_tensor(np.asarray(value))
+                                    for name, value in state.items()})
+        except RuntimeError as error:
+            raise ConfigError(f"module_state does not fit the module: {error}") from None
+        self.module = module
+
+    def get(self) -> Any:
+        """The module."""
+        return self.module
+

@@ -20,7 +20,7 @@ from offline_rl.data.episode_sampling import EpisodeSampler
 from offline_rl.data.input_locator import RowLocator
 from offline_rl.data.learner_stages import LearnerStages
 from offline_rl.data.map_functions import map_function, takes_batch_first
-from offline_rl.data.module_weights import SyncedModule
+from offline_rl.data.module_weights import LoadedModule, SyncedModule
 from offline_rl.data.tabular_rows import EPISODE_BOOKKEEPING, RowReader
 from offline_rl.data.value_policy import ValuePolicy
 from offline_rl.episodes.episode import SingleAgentEpisode
@@ -104,14 +104,19 @@ class OfflinePreLearner:
         #: How every batch is mapped (``_choose_path``).
         self._map_batch = self._choose_path()
 
-    def _synced_module(self, module_weights: Any) -> SyncedModule | None:
-        """A CPU copy of the module, kept in sync with ``module_weights``, when the learner
-        connector needs the module; else ``None``."""
+    def _synced_module(self, module_weights: Any) -> SyncedModule | LoadedModule | None:
+        """A CPU copy of the module, kept in sync with ``module_weights`` (or, without them,
+        holding RLlib's ``module_state``), when the learner connector needs the module; else
+        ``None``."""
         if not self._learner_connector.needs_module:
             return None
+        if module_weights is None and self.module_state is not None:
+            return LoadedModule(self.config.rl_module_spec.build(), self.module_state)
         if module_weights is None:
             raise ConfigError("the learner connector needs the module, but the PreLearner "
-                              "was given no module_weights to fetch it from")
+                              "was given neither module_weights to fetch it from nor "
+                              "module_state (the learner's get_state(component="
+                              "COMPONENT_RL_MODULE)['rl_module'])")
         return SyncedModule(self.config.rl_module_spec.build(), module_weights,
                             self.config.offline_data.prelearner_module_synch_period)
 

@@ -42,6 +42,26 @@ class InfiniteLookbackBuffer:
         self.finalized = not isinstance(self.data, list)
         self.space = space
 
+    def __eq__(self, other: object) -> bool:
+        """Whether ``other`` is a buffer with equal data (the same types, shapes and dtypes),
+        lookback, finalized state and space, as RLlib compares buffers.
+
+        Examples:
+            >>> InfiniteLookbackBuffer([1, 2, 3], lookback=1) == InfiniteLookbackBuffer(
+            ...     [1, 2, 3], lookback=1)
+            True
+            >>> finalized = InfiniteLookbackBuffer([1, 2, 3], lookback=1)
+            >>> finalized.finalize()
+            >>> finalized == InfiniteLookbackBuffer([1, 2, 3], lookback=1)
+            False
+        """
+        if not isinstance(other, InfiniteLookbackBuffer):
+            return NotImplemented
+        return (self.lookback == other.lookback and self.finalized == other.finalized
+                and self.space == other.space and same_data(self.data, other.data))
+
+    __hash__ = None  # mutable
+
     def __len__(self) -> int:
         """Number of items after the lookback."""
         return max(len(self.data) - self.lookback, 0)
@@ -250,6 +270,26 @@ class InfiniteLookbackBuffer:
             raise ValueError(f"values {values!r} are outside the space {self.space}")
         hot = np.eye(n, dtype=np.float32)[codes]
         return list(hot) if isinstance(values, list) else hot
+
+
+def same_data(first: Any, second: Any) -> bool:
+    """Whether two items or batches are equal: arrays of one shape and dtype holding the same
+    values, and dicts, lists and tuples of such items, item by item.
+
+    Examples:
+        >>> same_data({"a": np.zeros(2)}, {"a": np.zeros(2)}), same_data(np.zeros(2), [0, 0])
+        (True, False)
+    """
+    if isinstance(first, np.ndarray) or isinstance(second, np.ndarray):
+        return (type(first) is type(second) and first.shape == second.shape
+                and first.dtype == second.dtype and bool(np.array_equal(first, second)))
+    if isinstance(first, dict):
+        return (isinstance(second, dict) and first.keys() == second.keys()
+                and all(same_data(first[key], second[key]) for key in first))
+    if isinstance(first, list | tuple):
+        return (type(first) is type(second) and len(first) == len(second)
+                and all(same_data(a, b) for a, b in zip(first, second)))
+    return bool(first == second)
 
 
 def as_lookback_buffer(data: Any, lookback: int, space: gym.Space | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, check_per_row
+from offline_rl.names import POLICY_LOSS_KEY
 
 
 class BCTorchLearner(Learner):
@@ -28,6 +29,6 @@ class BCTorchLearner(Learner):
         dist_cls = self.module.get_train_action_dist_cls()
         dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         logp = dist.logp(batch[Columns.ACTIONS])
-        check_per_row("policy_loss", len(batch[Columns.ACTIONS]), logp=logp)
+        check_per_row(POLICY_LOSS_KEY, len(batch[Columns.ACTIONS]), logp=logp)
         policy_loss = -logp.mean()
-        return policy_loss, {"policy_loss": policy_loss}
+        return policy_loss, {POLICY_LOSS_KEY: policy_loss}

@@ -49,6 +49,10 @@ class CQLHyperparameters(TwinQHyperparameters):
     bc_iters: int = option(0, AN_INT_AT_LEAST_0)
     lagrangian: bool = option(False, A_BOOL)
     lagrangian_thresh: float = option(5.0)
+    #: RLlib's SAC options, accepted and checked; offline they change nothing (see
+    #: ``CQLConfig.training``).
+    clip_actions: bool = option(False, A_BOOL)
+    num_steps_sampled_before_learning_starts: int = option(1500, AN_INT_AT_LEAST_0)
 
 
 class CQLConfig(AlgorithmConfig):
@@ -87,6 +91,8 @@ class CQLConfig(AlgorithmConfig):
                  lagrangian: bool = NotProvided, lagrangian_thresh: float = NotProvided,
                  twin_q: bool = NotProvided,
                  target_network_update_freq: int = NotProvided,
+                 clip_actions: bool = NotProvided,
+                 num_steps_sampled_before_learning_starts: int = NotProvided,
                  **kwargs: Any) -> CQLConfig:
         """``AlgorithmConfig.training``'s settings plus CQL's. SAC's part: the learning rates
         of the policy, the twin Q-networks and the entropy temperature (``lr`` is unused);
@@ -103,7 +109,11 @@ class CQLConfig(AlgorithmConfig):
         also scaled by a multiplier (learning rate ``alpha_lr``) tuned so the penalty stays
         near ``lagrangian_thresh``;
         for the first ``bc_iters`` updates the policy is trained by behavior cloning.
-        RLlib's ``twin_q`` and ``target_network_update_freq``: see ``TwinQHyperparameters``."""
+        RLlib's ``twin_q`` and ``target_network_update_freq``: see ``TwinQHyperparameters``.
+        RLlib's SAC options ``clip_actions`` and ``num_steps_sampled_before_learning_starts``
+        are accepted and change nothing, as in RLlib's CQL on offline data: the squashed
+        policy's actions lie within the action space already, and the data is all there
+        before the first update (RLlib's CQL does not read the count either)."""
         super().training(**kwargs)
         return self._set(self.sections.hyperparameters, locals())
 

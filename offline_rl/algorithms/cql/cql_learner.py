@@ -13,6 +13,7 @@ from offline_rl.algorithms.cql.conservative_penalty import conservative_penalty
 from offline_rl.algorithms.td_target import min_q, td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
+from offline_rl.names import POLICY_LOSS_KEY
 
 #: The largest Lagrange multiplier of the conservative penalty (as in the CQL paper's code).
 MAX_LAGRANGE_MULTIPLIER = 1e6
@@ -115,12 +116,12 @@ class CQLTorchLearner(Learner):
             policy_gain = dist.logp(actions)
         else:
             policy_gain = min_q(module.q_values(obs, sampled_action, twin=config.twin_q))
-        check_per_row("policy_loss", len(obs), sampled_logp=sampled_logp,
+        check_per_row(POLICY_LOSS_KEY, len(obs), sampled_logp=sampled_logp,
                       policy_gain=policy_gain)
         policy_loss = (alpha * sampled_logp - policy_gain).mean()
         alpha_loss = -(self.log_alpha * (sampled_logp.detach() + self.target_entropy)).mean()
         losses = {"policy": policy_loss, "critic": critic_loss, "alpha": alpha_loss}
-        stats = {"policy_loss": policy_loss, "critic_loss": critic_loss, "td_loss": td_loss,
+        stats = {POLICY_LOSS_KEY: policy_loss, "critic_loss": critic_loss, "td_loss": td_loss,
                  "cql_loss": penalties.mean(), "alpha_loss": alpha_loss, "alpha": alpha,
                  "mean_q": q_data[0].mean(), "entropy": -sampled_logp.mean().detach()}
         if config.lagrangian:

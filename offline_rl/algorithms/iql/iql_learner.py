@@ -8,6 +8,7 @@ import torch
 from offline_rl.algorithms.td_target import min_q, td_target
 from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
+from offline_rl.names import POLICY_LOSS_KEY
 
 
 def expectile_loss(differences: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -75,7 +76,7 @@ class IQLTorchLearner(Learner):
                       value=value, logp=logp, **dict(zip(("q_value", "q_twin_value"), q_values)))
         policy_loss = -(weights * logp).mean()
         losses = {"policy": policy_loss, "critic": critic_loss, "value": value_loss}
-        stats = {"policy_loss": policy_loss, "critic_loss": critic_loss, "value_loss": value_loss,
+        stats = {POLICY_LOSS_KEY: policy_loss, "critic_loss": critic_loss, "value_loss": value_loss,
                  "mean_q": q_values[0].mean(), "mean_advantage_weight": weights.mean()}
         return losses, stats
 

@@ -10,6 +10,7 @@ from offline_rl.columns import Columns
 from offline_rl.core.learner import Learner, check_per_row
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.models.rl_module_spec import RLModuleSpec
+from offline_rl.names import POLICY_LOSS_KEY, VF_LOSS_KEY
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -60,12 +61,12 @@ class MARWILTorchLearner(Learner):
             fwd_out[Columns.ACTION_DIST_INPUTS])
         logp = dist.logp(batch[Columns.ACTIONS])
         rows = len(batch[Columns.ACTIONS])
-        check_per_row("policy_loss", rows, logp=logp)
+        check_per_row(POLICY_LOSS_KEY, rows, logp=logp)
         if config.beta == 0:
             policy_loss = -masked_mean(logp, mask)
-            return policy_loss, {"policy_loss": policy_loss}
+            return policy_loss, {POLICY_LOSS_KEY: policy_loss}
         values = module.compute_values(batch)
-        check_per_row("vf_loss", rows, value_targets=batch[Columns.VALUE_TARGETS], values=values)
+        check_per_row(VF_LOSS_KEY, rows, value_targets=batch[Columns.VALUE_TARGETS], values=values)
         advantages = batch[Columns.VALUE_TARGETS] - values
         squared_advantages = masked_mean(advantages.pow(2), mask)
         vf_loss = 0.5 * squared_advantages
@@ -74,7 +75,7 @@ class MARWILTorchLearner(Learner):
         weights = torch.exp(config.beta * advantages.detach()
                             / (1e-8 + self.moving_avg_sqd_adv_norm.sqrt()))
         policy_loss = -masked_mean(weights * logp, mask)
-        stats = {"policy_loss": policy_loss, "vf_loss": vf_loss,
+        stats = {POLICY_LOSS_KEY: policy_loss, VF_LOSS_KEY: vf_loss,
                  "mean_advantage_weight": masked_mean(weights, mask),
                  "moving_avg_sqd_adv_norm": self.moving_avg_sqd_adv_norm.clone()}
         return policy_loss + config.vf_coeff * vf_loss, stats
