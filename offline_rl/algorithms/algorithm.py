@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 
 #: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
-                         f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
+                         f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}",
+                         *("/".join(checkpoint.COMPONENT_PATH[:depth]) for depth in (2, 3, 4)))
 #: Each learner's figures reported under ``result["learners"]["per_learner"]``.
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
                     "num_module_steps_trained", "num_online_rows_trained", "epochs_this_iter")
@@ -100,6 +101,18 @@ class Algorithm:
         >>> evaluation["num_episodes"], evaluation["episode_return_mean"] > 0
         (2, True)
     """
+
+    @classmethod
+    def get_default_config(cls) -> AlgorithmConfig:
+        """A new config of this algorithm (``BC.get_default_config()`` is a ``BCConfig()``),
+        as in RLlib: the config class registered under the class's name (``AlgorithmConfig``
+        for ``Algorithm`` itself)."""
+        from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+        from offline_rl.algorithms.registry import get_algorithm_config_class
+
+        if cls is Algorithm:
+            return AlgorithmConfig()
+        return get_algorithm_config_class(cls.__name__)()
 
     @surface_errors
     def __init__(self, config: AlgorithmConfig):
@@ -184,6 +197,8 @@ class Algorithm:
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
                                           reserved_cpus=runners * cpus_per_runner + group_cpus
                                           + sampler_cpus(self.config))
+        if spec.load_state_path is not None:
+            self._load_module_state(spec.load_state_path)
         if evaluation.evaluates_training_input():
             self.offline_eval_runner_group = OfflineEvaluationRunnerGroup(
                 self.config, local_runner=not evaluation.num_offline_eval_runners,
@@ -198,6 +213,16 @@ class Algorithm:
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS),
                 limits=evaluation_limits(sections))
+
+    def _load_module_state(self, path: str | Path) -> None:
+        """The module weights of the checkpoint at ``path`` (``RLModuleSpec.load_state_path``:
+        a checkpoint folder or RLlib's path of its module)."""
+        named = checkpoint.component_of(path)[1] or COMPONENT_RL_MODULE
+        if named.split("/")[-1] not in (COMPONENT_RL_MODULE, DEFAULT_MODULE_ID):
+            raise ConfigError(f"RLModuleSpec(load_state_path={str(path)!r}) is the checkpoint's "
+                              f"{named}; give the checkpoint folder or its "
+                              f"{'/'.join(checkpoint.COMPONENT_PATH[:3])}")
+        self.restore_from_path(path, component=named)
 
     def recording_config(self) -> RecorderConfig:
         """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""
@@ -407,13 +432,24 @@ class Algorithm:
         number generators and, with a local learner, where its data stream stood), or
         only one of RLlib's components: ``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``
         (weights and optimizer state) or ``COMPONENT_RL_MODULE`` (the module's weights, e.g. an
-        expert's, to record with); the counters then stay as they are."""
+        expert's, to record with); the counters then stay as they are. As in RLlib, ``path``
+        may be the component's path inside the checkpoint, with ``component`` its path
+        (``restore_from_path(f"{ckpt}/learner_group/learner/rl_module",
+        component="learner_group/learner/rl_module")``)."""
         if component not in RESTORABLE_COMPONENTS:
             raise ConfigError(f"component={component!r} is not a part of offline-rl's "
                               f"checkpoints; use one of {RESTORABLE_COMPONENTS}")
+        given = path
+        path, named = checkpoint.component_of(path)
+        if named is not None and component is None:
+            component = named
+        elif named is not None and named.split("/")[-1] != component.split("/")[-1]:
+            raise ConfigError(f"{given} is the checkpoint's {named}, not its {component}: "
+                              f"restore it with component={named!r}, or give the checkpoint "
+                              f"folder {path}")
         state = checkpoint.read_algorithm_state(path)
-        module_only = component in (COMPONENT_RL_MODULE,
-                                    f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
+        module_only = component is not None and component.split("/")[-1] in (
+            COMPONENT_RL_MODULE, DEFAULT_MODULE_ID)
         other = checkpoint.other_algorithm(path, state, self.config.algo_name)
         if other and not module_only:
             raise ConfigError(other)

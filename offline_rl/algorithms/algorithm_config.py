@@ -19,7 +19,7 @@ from offline_rl.algorithms.config_files import (
     update_config,
     write_config_file,
 )
-from offline_rl.algorithms.flat_config import evaluation_overrides
+from offline_rl.algorithms.flat_config import evaluation_overrides, unknown_keys
 from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.data_config import DataConfig
@@ -368,6 +368,24 @@ class AlgorithmConfig(FlatAccess):
     def debugging(self, *, seed: int | None = NotProvided) -> AlgorithmConfig:
         """Seeds torch, data shuffling and evaluation episodes for reproducible runs."""
         return self._set(self.sections.debugging, locals())
+
+    @classmethod
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
+        """``kwargs`` as a dict, for ``evaluation(evaluation_config=...)`` (RLlib's
+        ``AlgorithmConfig.overrides``), once each key is checked to be an option of this
+        config or an old-stack key (``ConfigError`` naming the others).
+
+        Examples:
+            >>> from offline_rl import BCConfig
+            >>> BCConfig.overrides(input_="data/held-out", explore=False)
+            {'input_': 'data/held-out', 'explore': False}
+        """
+        unknown = unknown_keys(kwargs, cls())
+        if unknown:
+            raise ConfigError(f"{cls.__name__}.overrides(): {unknown} are not options of "
+                              f"{cls.__name__} (nor RLlib old-stack keys); see "
+                              f"{cls.__name__}().to_dict() for the options")
+        return dict(kwargs)
 
     def _set(self, section: Section, arguments: dict[str, Any]) -> AlgorithmConfig:
         """Sets each of ``section``'s fields that a builder was given (its ``locals()``: every
