@@ -1,7 +1,8 @@
 """What RLlib 2.60's ``rllib/examples/offline_rl`` scripts use beyond the offline API, with
 their imports changed (``docs/rllib.md``, "RLlib's offline examples"): ``overrides()``,
 ``get_default_config()``, custom ``TorchRLModule``s built of ``MLPEncoderConfig`` and
-``MLPHeadConfig``, and checkpoint components loaded by RLlib's paths."""
+``MLPHeadConfig``, checkpoint components loaded by RLlib's paths, and ``environment(
+normalize_actions=, clip_actions=)``."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from offline_rl import (
 )
 from offline_rl.algorithms.checkpoint import ALGORITHM_STATE_FILE, COMPONENT_PATH, component_of
 from offline_rl.errors import ConfigError
+from offline_rl.evaluation.action_wrappers import ActionsFromModule, ModuleActionsEnv
 from tests.custom_modules import MyBCModel
 
 SPACES = {"observation_space": gym.spaces.Box(-5, 5, (4,), np.float32),
@@ -161,3 +163,52 @@ def test_a_load_state_path_of_another_component_is_refused(trained_checkpoint):
                                           r"checkpoint folder or its learner_group/learner/"
                                           r"rl_module"):
         config.copy().rl_module(rl_module_spec=spec).build()
+
+
+def test_normalized_actions_are_unsquashed_and_clipped_in_the_env():
+    env = ModuleActionsEnv("Pendulum-v1", normalize_actions=True, clip_actions=True)({})
+    assert env.action_space == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    env.reset(seed=0)
+    for action, torque in ((0.5, 1.0), (-3.0, -2.0), (1.0, 2.0)):
+        env.step(np.array([action], np.float32))
+        assert float(env.unwrapped.last_u) == torque
+    clipped = ModuleActionsEnv("Pendulum-v1", normalize_actions=False, clip_actions=True)({})
+    assert clipped.action_space == gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    clipped.reset(seed=0)
+    clipped.step(np.array([5.0], np.float32))
+    assert float(clipped.unwrapped.last_u) == 2.0
+    assert not isinstance(ModuleActionsEnv("CartPole-v1", True, True)({}), ActionsFromModule)
+
+
+def test_normalize_actions_gives_the_module_a_normalized_box():
+    given = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    config = BCConfig().environment("Pendulum-v1", normalize_actions=True)
+    assert config.input_spaces()[1] == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    config.environment(observation_space=SPACES["observation_space"], action_space=given)
+    assert config.given_module_spaces()[1] == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    assert BCConfig().environment("Pendulum-v1").input_spaces()[1] == given
+    with pytest.raises(ConfigError, match="normalize_actions: must be True or False, got 1"):
+        BCConfig().environment("Pendulum-v1", normalize_actions=1).validate()
+
+
+@pytest.fixture(scope="module")
+def rllib_pendulum_data(ray_session, tmp_path_factory):
+    """Two Pendulum episodes RLlib recorded: its actions normalized to [-1, 1]."""
+    from tests.rllib_experts import record_expert
+
+    return record_expert("Pendulum-v1", tmp_path_factory.mktemp("rllib") / "pendulum", 2)
+
+
+def test_rllibs_normalized_actions_train_a_module_that_acts_in_the_env(rllib_pendulum_data):
+    config = (BCConfig().environment("Pendulum-v1", normalize_actions=True)
+              .training(train_batch_size_per_learner=200)
+              .offline_data(input_=str(rllib_pendulum_data), dataset_num_iters_per_learner=2,
+                            input_action_bounds="raise")
+              .evaluation(evaluation_duration=1)
+              .rl_module(model_config={"fcnet_hiddens": [16]}))
+    with config.build() as algo:
+        assert algo.action_space == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        result = algo.train()
+        evaluation = algo.evaluate()["env_runners"]
+    assert result["data"]["actions_out_of_bounds"] == 0
+    assert evaluation["num_episodes"] == 1 and evaluation["episode_len_mean"] == 200

@@ -24,6 +24,7 @@ from offline_rl.data.mixed_data import open_offline_data
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
+from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
 from offline_rl.evaluation.smoothing import SmoothedEpisodes
@@ -146,12 +147,11 @@ class Algorithm:
         environment, evaluation = sections.environment, sections.evaluation
         if environment.env is not None:
             self.evaluator = EnvEvaluator(
-                environment.env, environment.env_config,
+                env_to_make(environment), environment.env_config,
                 num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
                 seed=sections.debugging.seed, limits=evaluation_limits(sections),
             )
-            check_env_spaces(self.evaluator.envs[0],
-                             (environment.observation_space, environment.action_space))
+            check_env_spaces(self.evaluator.envs[0], self.config.given_module_spaces())
         spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
@@ -207,7 +207,7 @@ class Algorithm:
                                            spec)
         if runners:
             self.evaluation_runners = EvaluationRunners(
-                environment.env, environment.env_config, spec, num_runners=runners,
+                env_to_make(environment), environment.env_config, spec, num_runners=runners,
                 num_cpus=cpus_per_runner,
                 seed=sections.debugging.seed,
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),

@@ -35,6 +35,7 @@ from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.learning_rates import LearningRate
 from offline_rl.settings.options import NotProvided, Section
 from offline_rl.settings.sections import ConfigSections
+from offline_rl.spaces import normalized_action_space
 
 #: The algorithm a multi-agent config builds, imported on first use (it imports this module).
 MULTI_AGENT_ALGORITHM_PATH = "offline_rl.algorithms.multi_agent_algorithm:MultiAgentAlgorithm"
@@ -90,9 +91,14 @@ class AlgorithmConfig(FlatAccess):
     def environment(self, env: str | Callable[[dict], gym.Env] | None = NotProvided, *,
                     env_config: dict[str, Any] = NotProvided,
                     observation_space: gym.Space | None = NotProvided,
-                    action_space: gym.Space | None = NotProvided) -> AlgorithmConfig:
+                    action_space: gym.Space | None = NotProvided,
+                    normalize_actions: bool = NotProvided,
+                    clip_actions: bool = NotProvided) -> AlgorithmConfig:
         """The env used for evaluation (a gymnasium id or a creator ``env_config -> env``) and/or
-        the spaces, which may be given without any env to train from data alone."""
+        the spaces, which may be given without any env to train from data alone.
+        ``normalize_actions=True``: the module acts in [-1, 1] on a ``Box`` (as RLlib's
+        recorded actions are), unsquashed onto the env's bounds in the env;
+        ``clip_actions=True``: actions are clipped before the env takes them."""
         return self._set(self.sections.environment, locals())
 
     def training(self, *, lr: LearningRate = NotProvided,
@@ -449,9 +455,20 @@ class AlgorithmConfig(FlatAccess):
             spec.model_config = DefaultModelConfig.from_dict(spec.model_config)
         return spec
 
+    def given_module_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
+        """``environment``'s ``observation_space``/``action_space`` as the module acts in them
+        (with ``normalize_actions``, a ``Box`` action space normalized to [-1, 1]); ``None``
+        for what is not given."""
+        environment = self.sections.environment
+        action_space = environment.action_space
+        if environment.normalize_actions and action_space is not None:
+            action_space = normalized_action_space(action_space)
+        return environment.observation_space, action_space
+
     def input_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
         """The data's spaces: ``environment``'s ``observation_space``/``action_space``, else
-        the env's (made, read and closed); ``None`` for what neither gives."""
+        the env's (made, read and closed); ``None`` for what neither gives. With
+        ``normalize_actions``, a ``Box`` action space is normalized to [-1, 1]."""
         environment = self.sections.environment
         spaces = environment.observation_space, environment.action_space
         if None in spaces and environment.env is not None:
@@ -462,6 +479,8 @@ class AlgorithmConfig(FlatAccess):
                 spaces = (spaces[0] or env.observation_space, spaces[1] or env.action_space)
             finally:
                 env.close()
+        if environment.normalize_actions and spaces[1] is not None:
+            spaces = spaces[0], normalized_action_space(spaces[1])
         return spaces
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
