@@ -212,3 +212,8 @@ def test_rllibs_normalized_actions_train_a_module_that_acts_in_the_env(rllib_pen
         evaluation = algo.evaluate()["env_runners"]
     assert result["data"]["actions_out_of_bounds"] == 0
     assert evaluation["num_episodes"] == 1 and evaluation["episode_len_mean"] == 200
+
+
+def test_is_multi_agent_says_whether_the_config_trains_several_modules():
+    assert not BCConfig().is_multi_agent
+    assert BCConfig().multi_agent(policies={"a", "b"}).is_multi_agent

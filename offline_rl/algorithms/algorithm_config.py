@@ -407,6 +407,12 @@ class AlgorithmConfig(FlatAccess):
         """The ``Algorithm`` class this config builds (each algorithm's config names its own)."""
         return None
 
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether the config trains several modules (``multi_agent(policies=...)``), as
+        RLlib's ``AlgorithmConfig.is_multi_agent``."""
+        return self.sections.multi_agent.is_multi_agent
+
     def get_default_learner_class(self) -> type:
         """The ``Learner`` subclass holding this algorithm's loss (``learner_class_path``,
         imported here: it imports torch)."""
