@@ -191,6 +191,7 @@ def _throughput(recent: deque[tuple[float, int]]) -> float:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from offline_rl.algorithms.checkpoint import load_module, read_config
+    from offline_rl.evaluation.action_wrappers import env_to_make
     from offline_rl.evaluation.env_evaluation import EnvEvaluator
     from offline_rl.evaluation.env_limits import evaluation_limits
 
@@ -204,7 +205,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if environment.env is None:
         raise ConfigError(f"{args.checkpoint} was trained without an env: nothing to play in; "
                           "estimate its value from logged data with --ope DATA")
-    evaluator = EnvEvaluator(environment.env, environment.env_config,
+    evaluator = EnvEvaluator(env_to_make(environment), environment.env_config,
                              num_envs=min(args.episodes, 8), seed=args.seed,
                              limits=evaluation_limits(config.sections))
     result = evaluator.evaluate(module.compute_actions, args.episodes)

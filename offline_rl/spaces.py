@@ -235,3 +235,16 @@ def _decode_array(d: dict, key: str, path: str, shape: tuple[int, ...] | None = 
         raise _SpaceError(f"{path}.{key}: an array of shape {array.shape}, but the space's "
                           f"shape is {shape}")
     return array
+
+
+def normalized_action_space(space: gym.Space) -> gym.Space:
+    """The space a module acts in under RLlib's ``normalize_actions``: a ``Box`` of the same
+    shape with bounds [-1, 1] (float32); any other space as it is.
+
+    Examples:
+        >>> normalized_action_space(gym.spaces.Box(-2.0, 2.0, (1,), np.float32))
+        Box(-1.0, 1.0, (1,), float32)
+    """
+    if not isinstance(space, gym.spaces.Box):
+        return space
+    return gym.spaces.Box(-1.0, 1.0, space.shape, np.float32)

@@ -24,6 +24,7 @@ from offline_rl.data.mixed_data import open_offline_data
 from offline_rl.data.offline_data import OfflineData
 from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
+from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
 from offline_rl.evaluation.smoothing import SmoothedEpisodes
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
 
 #: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
-                         f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
+                         f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}",
+                         *("/".join(checkpoint.COMPONENT_PATH[:depth]) for depth in (2, 3, 4)))
 #: Each learner's figures reported under ``result["learners"]["per_learner"]``.
 PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
                     "num_module_steps_trained", "num_online_rows_trained", "epochs_this_iter")
@@ -101,6 +103,18 @@ class Algorithm:
         (2, True)
     """
 
+    @classmethod
+    def get_default_config(cls) -> AlgorithmConfig:
+        """A new config of this algorithm (``BC.get_default_config()`` is a ``BCConfig()``),
+        as in RLlib: the config class registered under the class's name (``AlgorithmConfig``
+        for ``Algorithm`` itself)."""
+        from offline_rl.algorithms.algorithm_config import AlgorithmConfig
+        from offline_rl.algorithms.registry import get_algorithm_config_class
+
+        if cls is Algorithm:
+            return AlgorithmConfig()
+        return get_algorithm_config_class(cls.__name__)()
+
     @surface_errors
     def __init__(self, config: AlgorithmConfig):
         started = time.perf_counter()
@@ -133,12 +147,11 @@ class Algorithm:
         environment, evaluation = sections.environment, sections.evaluation
         if environment.env is not None:
             self.evaluator = EnvEvaluator(
-                environment.env, environment.env_config,
+                env_to_make(environment), environment.env_config,
                 num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
                 seed=sections.debugging.seed, limits=evaluation_limits(sections),
             )
-            check_env_spaces(self.evaluator.envs[0],
-                             (environment.observation_space, environment.action_space))
+            check_env_spaces(self.evaluator.envs[0], self.config.given_module_spaces())
         spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
@@ -184,6 +197,8 @@ class Algorithm:
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
                                           reserved_cpus=runners * cpus_per_runner + group_cpus
                                           + sampler_cpus(self.config))
+        if spec.load_state_path is not None:
+            self._load_module_state(spec.load_state_path)
         if evaluation.evaluates_training_input():
             self.offline_eval_runner_group = OfflineEvaluationRunnerGroup(
                 self.config, local_runner=not evaluation.num_offline_eval_runners,
@@ -192,12 +207,22 @@ class Algorithm:
                                            spec)
         if runners:
             self.evaluation_runners = EvaluationRunners(
-                environment.env, environment.env_config, spec, num_runners=runners,
+                env_to_make(environment), environment.env_config, spec, num_runners=runners,
                 num_cpus=cpus_per_runner,
                 seed=sections.debugging.seed,
                 max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
                              MAX_EVALUATION_ENVS),
                 limits=evaluation_limits(sections))
+
+    def _load_module_state(self, path: str | Path) -> None:
+        """The module weights of the checkpoint at ``path`` (``RLModuleSpec.load_state_path``:
+        a checkpoint folder or RLlib's path of its module)."""
+        named = checkpoint.component_of(path)[1] or COMPONENT_RL_MODULE
+        if named.split("/")[-1] not in (COMPONENT_RL_MODULE, DEFAULT_MODULE_ID):
+            raise ConfigError(f"RLModuleSpec(load_state_path={str(path)!r}) is the checkpoint's "
+                              f"{named}; give the checkpoint folder or its "
+                              f"{'/'.join(checkpoint.COMPONENT_PATH[:3])}")
+        self.restore_from_path(path, component=named)
 
     def recording_config(self) -> RecorderConfig:
         """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""
@@ -407,13 +432,24 @@ class Algorithm:
         number generators and, with a local learner, where its data stream stood), or
         only one of RLlib's components: ``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``
         (weights and optimizer state) or ``COMPONENT_RL_MODULE`` (the module's weights, e.g. an
-        expert's, to record with); the counters then stay as they are."""
+        expert's, to record with); the counters then stay as they are. As in RLlib, ``path``
+        may be the component's path inside the checkpoint, with ``component`` its path
+        (``restore_from_path(f"{ckpt}/learner_group/learner/rl_module",
+        component="learner_group/learner/rl_module")``)."""
         if component not in RESTORABLE_COMPONENTS:
             raise ConfigError(f"component={component!r} is not a part of offline-rl's "
                               f"checkpoints; use one of {RESTORABLE_COMPONENTS}")
+        given = path
+        path, named = checkpoint.component_of(path)
+        if named is not None and component is None:
+            component = named
+        elif named is not None and named.split("/")[-1] != component.split("/")[-1]:
+            raise ConfigError(f"{given} is the checkpoint's {named}, not its {component}: "
+                              f"restore it with component={named!r}, or give the checkpoint "
+                              f"folder {path}")
         state = checkpoint.read_algorithm_state(path)
-        module_only = component in (COMPONENT_RL_MODULE,
-                                    f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}")
+        module_only = component is not None and component.split("/")[-1] in (
+            COMPONENT_RL_MODULE, DEFAULT_MODULE_ID)
         other = checkpoint.other_algorithm(path, state, self.config.algo_name)
         if other and not module_only:
             raise ConfigError(other)

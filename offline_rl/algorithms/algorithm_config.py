@@ -19,7 +19,7 @@ from offline_rl.algorithms.config_files import (
     update_config,
     write_config_file,
 )
-from offline_rl.algorithms.flat_config import evaluation_overrides
+from offline_rl.algorithms.flat_config import evaluation_overrides, unknown_keys
 from offline_rl.algorithms.registry import note_config_class
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.data.data_config import DataConfig
@@ -35,6 +35,7 @@ from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.learning_rates import LearningRate
 from offline_rl.settings.options import NotProvided, Section, is_int_at_least
 from offline_rl.settings.sections import ConfigSections
+from offline_rl.spaces import normalized_action_space
 
 #: The algorithm a multi-agent config builds, imported on first use (it imports this module).
 MULTI_AGENT_ALGORITHM_PATH = "offline_rl.algorithms.multi_agent_algorithm:MultiAgentAlgorithm"
@@ -90,9 +91,14 @@ class AlgorithmConfig(FlatAccess):
     def environment(self, env: str | Callable[[dict], gym.Env] | None = NotProvided, *,
                     env_config: dict[str, Any] = NotProvided,
                     observation_space: gym.Space | None = NotProvided,
-                    action_space: gym.Space | None = NotProvided) -> AlgorithmConfig:
+                    action_space: gym.Space | None = NotProvided,
+                    normalize_actions: bool = NotProvided,
+                    clip_actions: bool = NotProvided) -> AlgorithmConfig:
         """The env used for evaluation (a gymnasium id or a creator ``env_config -> env``) and/or
-        the spaces, which may be given without any env to train from data alone."""
+        the spaces, which may be given without any env to train from data alone.
+        ``normalize_actions=True``: the module acts in [-1, 1] on a ``Box`` (as RLlib's
+        recorded actions are), unsquashed onto the env's bounds in the env;
+        ``clip_actions=True``: actions are clipped before the env takes them."""
         return self._set(self.sections.environment, locals())
 
     def training(self, *, lr: LearningRate = NotProvided,
@@ -382,6 +388,24 @@ class AlgorithmConfig(FlatAccess):
         """Seeds torch, data shuffling and evaluation episodes for reproducible runs."""
         return self._set(self.sections.debugging, locals())
 
+    @classmethod
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
+        """``kwargs`` as a dict, for ``evaluation(evaluation_config=...)`` (RLlib's
+        ``AlgorithmConfig.overrides``), once each key is checked to be an option of this
+        config or an old-stack key (``ConfigError`` naming the others).
+
+        Examples:
+            >>> from offline_rl import BCConfig
+            >>> BCConfig.overrides(input_="data/held-out", explore=False)
+            {'input_': 'data/held-out', 'explore': False}
+        """
+        unknown = unknown_keys(kwargs, cls())
+        if unknown:
+            raise ConfigError(f"{cls.__name__}.overrides(): {unknown} are not options of "
+                              f"{cls.__name__} (nor RLlib old-stack keys); see "
+                              f"{cls.__name__}().to_dict() for the options")
+        return dict(kwargs)
+
     def _set(self, section: Section, arguments: dict[str, Any]) -> AlgorithmConfig:
         """Sets each of ``section``'s fields that a builder was given (its ``locals()``: every
         field has a keyword of its name, which ``test_config`` checks)."""
@@ -395,6 +419,12 @@ class AlgorithmConfig(FlatAccess):
     def algo_class(self) -> type | None:
         """The ``Algorithm`` class this config builds (each algorithm's config names its own)."""
         return None
+
+    @property
+    def is_multi_agent(self) -> bool:
+        """Whether the config trains several modules (``multi_agent(policies=...)``), as
+        RLlib's ``AlgorithmConfig.is_multi_agent``."""
+        return self.sections.multi_agent.is_multi_agent
 
     def get_default_learner_class(self) -> type:
         """The ``Learner`` subclass holding this algorithm's loss (``learner_class_path``,
@@ -450,9 +480,20 @@ class AlgorithmConfig(FlatAccess):
         on it before ``build()``), with the module class and ``model_config`` filled in."""
         return self.get_rl_module_spec(None, None)
 
+    def given_module_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
+        """``environment``'s ``observation_space``/``action_space`` as the module acts in them
+        (with ``normalize_actions``, a ``Box`` action space normalized to [-1, 1]); ``None``
+        for what is not given."""
+        environment = self.sections.environment
+        action_space = environment.action_space
+        if environment.normalize_actions and action_space is not None:
+            action_space = normalized_action_space(action_space)
+        return environment.observation_space, action_space
+
     def input_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
         """The data's spaces: ``environment``'s ``observation_space``/``action_space``, else
-        the env's (made, read and closed); ``None`` for what neither gives."""
+        the env's (made, read and closed); ``None`` for what neither gives. With
+        ``normalize_actions``, a ``Box`` action space is normalized to [-1, 1]."""
         environment = self.sections.environment
         spaces = environment.observation_space, environment.action_space
         if None in spaces and environment.env is not None:
@@ -463,6 +504,8 @@ class AlgorithmConfig(FlatAccess):
                 spaces = (spaces[0] or env.observation_space, spaces[1] or env.action_space)
             finally:
                 env.close()
+        if environment.normalize_actions and spaces[1] is not None:
+            spaces = spaces[0], normalized_action_space(spaces[1])
         return spaces
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,

@@ -33,6 +33,12 @@ from offline_rl.errors import (
 )
 from offline_rl.file_checks import checked_file
 from offline_rl.models.model_config import DefaultModelConfig
+from offline_rl.names import (
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_RL_MODULE,
+    DEFAULT_MODULE_ID,
+)
 from offline_rl.recording.output_folder import some_paths
 
 CONFIG_FILE = "config.yaml"
@@ -51,6 +57,10 @@ FILESYSTEM_OPTIONS = ("input_filesystem_kwargs", "output_filesystem_kwargs")
 #: ``config_files.MAX_CONFIG_BYTES``). The learner state of a [256, 256] MLP with Adam is ~1 MiB.
 MAX_ALGORITHM_STATE_BYTES = 64 * 2**20
 MAX_LEARNER_STATE_BYTES = 16 * 2**30
+#: RLlib's path of the module inside a checkpoint, outermost first: a checkpoint's
+#: ``learner_group/learner/rl_module`` (and the paths above it) name its parts, as in RLlib.
+COMPONENT_PATH = (COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
+                  DEFAULT_MODULE_ID)
 #: The counters ``algorithm_state.json`` holds.
 COUNTERS = ("training_iteration", "num_env_steps_trained_lifetime", "num_updates_lifetime")
 
@@ -207,6 +217,26 @@ def _write_config_and_state(staging: Path, config: AlgorithmConfig,
                       "will need the config: Algorithm.from_checkpoint(path, config=...)",
                       UserWarning, stacklevel=stacklevel)
     (staging / ALGORITHM_STATE_FILE).write_text(json.dumps(algorithm_state, indent=2))
+
+
+def component_of(path: str | Path) -> tuple[Path, str | None]:
+    """The checkpoint folder ``path`` is in, and the component it names: a checkpoint folder
+    itself names none (``None``); RLlib's path of one of its components,
+    ``<checkpoint>/learner_group/learner/rl_module`` (or ``.../rl_module/default_policy``,
+    ``.../learner_group/learner``, ``.../learner_group``), names that component's path, e.g.
+    ``"learner_group/learner/rl_module"``. offline-rl's checkpoints keep every component in
+    their three files, so those folders need not exist.
+
+    Examples:
+        >>> component_of("ckpt/learner_group/learner/rl_module")
+        (PosixPath('ckpt'), 'learner_group/learner/rl_module')
+    """
+    folder = Path(path)
+    if not (folder / ALGORITHM_STATE_FILE).exists():
+        for depth in range(len(COMPONENT_PATH), 0, -1):
+            if folder.parts[-depth:] == COMPONENT_PATH[:depth]:
+                return folder.parents[depth - 1], "/".join(COMPONENT_PATH[:depth])
+    return folder, None
 
 
 def read_algorithm_state(path: str | Path) -> dict[str, Any]:

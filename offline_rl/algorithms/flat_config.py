@@ -244,6 +244,13 @@ OLD_STACK_KEYS: dict[str, OldKey] = {
 }
 
 
+def unknown_keys(keys: Any, config: Any) -> list[str]:
+    """The keys of ``keys`` that are neither an option of ``config`` nor an old-stack key
+    (``sectioned`` would refuse them)."""
+    known = {name for section in LAYOUT for name in config.section_options(section)}
+    return sorted(key for key in keys if key not in known and key not in OLD_STACK_KEYS)
+
+
 def sectioned(values: dict[str, Any], config: Any) -> dict[str, dict[str, Any]]:
     """``values`` (flat keys of ``config``'s options or old-stack keys) in ``to_dict``'s
     layout; ``ConfigError`` for unknown keys, for an old key's value that fails its check

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from offline_rl.errors import ConfigError
+
 
 def random_states() -> dict[str, Any]:
     """The generators' states as lists and numbers (``set_random_states`` restores them).
@@ -42,3 +44,26 @@ def set_random_states(states: dict[str, Any]) -> None:
     if "torch_cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([torch.tensor(state, dtype=torch.uint8)
                                       for state in states["torch_cuda"]])
+
+
+def update_global_seed_if_necessary(framework: str | None = None, seed: int | None = None
+                                    ) -> None:
+    """Seeds Python's, numpy's and torch's generators with ``seed`` (nothing when ``None``),
+    as RLlib's ``ray.rllib.utils.debug.update_global_seed_if_necessary``; ``framework`` must
+    be ``"torch"`` (or ``None``).
+
+    Examples:
+        >>> update_global_seed_if_necessary("torch", seed=42)
+        >>> first = torch.rand(1).item(), np.random.rand(), random.random()
+        >>> update_global_seed_if_necessary("torch", seed=42)
+        >>> (torch.rand(1).item(), np.random.rand(), random.random()) == first
+        True
+    """
+    if framework not in (None, "torch"):
+        raise ConfigError(f"update_global_seed_if_necessary(framework={framework!r}): "
+                          "offline-rl is torch only; use framework='torch'")
+    if seed is None:
+        return
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

@@ -153,13 +153,25 @@ def bound_actions(actions: np.ndarray, outside: np.ndarray, space: gym.Space, po
     if not outside.any() or policy == "keep":
         return actions
     if policy == "clip":
-        return np.clip(actions, space.low, space.high).astype(actions.dtype, copy=False)
+        return clip_actions(actions, space)
     row = int(np.flatnonzero(outside)[0])
     raise DataFormatError(
         f"{where}: action {actions[row]} in {place(row)} is outside the action space {space} "
         f"({int(outside.sum())} row(s) in all); keep such actions (RLlib records sampled "
         "actions unclipped) with config.offline_data(input_action_bounds='keep'), or clip them "
         "with input_action_bounds='clip'")
+
+
+def clip_actions(actions: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
+    """``Box`` actions clipped into the space's bounds (RLlib's ``clip_actions``), in their
+    own dtype.
+
+    Examples:
+        >>> space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        >>> clip_actions(np.array([[-3.0], [0.5]], np.float32), space).ravel()
+        array([-1. ,  0.5], dtype=float32)
+    """
+    return np.clip(actions, space.low, space.high).astype(actions.dtype, copy=False)
 
 
 def unsquash_actions(actions: np.ndarray, space: gym.spaces.Box) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -38,6 +39,7 @@ class RLModuleSpec:
     model_config: DefaultModelConfig | dict[str, Any] | None = None
     catalog_class: type | None = None
     inference_only: bool = False
+    load_state_path: str | Path | None = None
 
     def build(self) -> Any:
         """Builds the module (imports torch)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -16,6 +16,7 @@ from offline_rl.models.conv_encoder import ConvEncoder
 from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
 from offline_rl.models.observation_normalizer import ObservationNormalizer
+from offline_rl.models.rl_module import TorchRLModule
 
 
 def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Sequential:
@@ -28,7 +29,7 @@ def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Seq
     return nn.Sequential(*layers)
 
 
-class DefaultTorchRLModule(nn.Module):
+class DefaultTorchRLModule(TorchRLModule):
     """MLP policy for Box observations and Discrete (categorical) or Box (Gaussian) actions;
     with ``model_config.conv_filters``, a ``ConvEncoder`` before the MLP.
 
@@ -53,13 +54,11 @@ class DefaultTorchRLModule(nn.Module):
         action_space: gym.Space,
         model_config: DefaultModelConfig,
     ):
-        super().__init__()
         if not isinstance(observation_space, gym.spaces.Box | gym.spaces.Discrete):
             raise ValueError(f"DefaultTorchRLModule reads Box or Discrete observations, got "
                              f"{observation_space}; write a custom module for other spaces")
-        self.observation_space = observation_space
-        self.action_space = action_space
-        self.model_config = model_config
+        super().__init__(observation_space=observation_space, action_space=action_space,
+                         model_config=model_config)
         if isinstance(action_space, gym.spaces.Discrete):
             self._dist_cls = TorchCategorical
             outputs = TorchCategorical.required_input_dim(int(action_space.n))
@@ -160,13 +159,3 @@ class DefaultTorchRLModule(nn.Module):
 
     get_inference_action_dist_cls = get_train_action_dist_cls
     get_exploration_action_dist_cls = get_train_action_dist_cls
-
-    def compute_actions(self, obs: Any, explore: bool = False) -> np.ndarray:
-        """Actions for a batch of observations, as numpy (greedy unless ``explore``)."""
-        device = next(self.parameters()).device
-        obs_tensor = torch.as_tensor(np.asarray(obs), device=device)
-        forward = self.forward_exploration if explore else self.forward_inference
-        dist = self._dist_cls.from_logits(forward({Columns.OBS: obs_tensor})[
-            Columns.ACTION_DIST_INPUTS])
-        actions = dist.sample() if explore else dist.deterministic_sample()
-        return actions.cpu().numpy()

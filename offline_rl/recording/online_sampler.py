@@ -48,6 +48,7 @@ import torch
 
 from offline_rl.data.actors import kill_actors
 from offline_rl.data.resources import PIPELINE_CPUS
+from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
 from offline_rl.evaluation.rollout import make_env, rollout
 from offline_rl.models.rl_module_spec import RLModuleSpec
@@ -151,7 +152,7 @@ class _SamplerRunner:
         torch.set_num_threads(1)
         self.module = module_spec.build()
         self.policy = as_batch_policy(self.module)
-        self.envs = [make_env(config.environment.env, config.environment.env_config)
+        self.envs = [make_env(env_to_make(config.environment), config.environment.env_config)
                      for _ in range(config.env_runners.num_envs_per_env_runner)]
         seed = config.debugging.seed
         self.next_seed = None if seed is None else seed + RUNNER_SEED_STRIDE * (index + 1)

@@ -15,6 +15,7 @@ from offline_rl.data.io_context import IOContext
 from offline_rl.data.resources import env_runner_cpus
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
+from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
 from offline_rl.evaluation.rollout import BatchPolicy, make_env, rollout
 from offline_rl.filesystems import resolve_filesystem
@@ -185,7 +186,7 @@ class _EnvRunner:
     def __init__(self, config: RecorderConfig, policy: Any, index: int, run_id: str,
                  overwrite: bool = False):
         self.config = config
-        self.envs = [make_env(config.environment.env, config.environment.env_config)
+        self.envs = [make_env(env_to_make(config.environment), config.environment.env_config)
                      for _ in range(config.env_runners.num_envs_per_env_runner)]
         if policy is not None:
             self.set_policy(policy)

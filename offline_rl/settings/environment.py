@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from offline_rl.settings.options import Rule, Section, option
+from offline_rl.settings.options import A_BOOL, Rule, Section, option
 
 
 @dataclass
@@ -30,6 +30,14 @@ class EnvironmentConfig(Section):
     #: The spaces (taken from the env when not given; both given: no env needed).
     observation_space: gym.Space | None = option(None)
     action_space: gym.Space | None = option(None)
+    #: RLlib's ``normalize_actions``: the module acts in [-1, 1] on each dimension of a
+    #: ``Box`` action space (as RLlib's recorded actions are), and the env unsquashes its
+    #: actions onto the ``Box`` when evaluating, recording or sampling. Default ``False``
+    #: (RLlib's: ``True``): the module acts in the env's bounds.
+    normalize_actions: bool = option(False, A_BOOL)
+    #: RLlib's ``clip_actions``: ``Box`` actions are clipped into the bounds of the space the
+    #: module acts in before the env takes them.
+    clip_actions: bool = option(False, A_BOOL)
 
     @property
     def has_spaces(self) -> bool:
