@@ -248,9 +248,10 @@ def test_rllibs_total_train_batch_size_and_framework_forms():
 def test_cqls_sac_options_are_accepted_and_checked():
     from offline_rl import CQLConfig
 
-    config = CQLConfig().training(train_batch_size=256, clip_actions=False, twin_q=True,
+    config = CQLConfig().training(train_batch_size=256, clip_actions=True, twin_q=True,
                                   num_steps_sampled_before_learning_starts=0, bc_iters=0)
-    assert (config.clip_actions, config.num_steps_sampled_before_learning_starts) == (False, 0)
+    assert (config.clip_actions, config.num_steps_sampled_before_learning_starts) == (True, 0)
+    assert config.sections.environment.clip_actions is True  # one setting, as in RLlib
     problems = dict(CQLConfig().training(clip_actions="no",
                                          num_steps_sampled_before_learning_starts=-1).problems())
     assert problems["clip_actions"] == "must be True or False, got 'no'"

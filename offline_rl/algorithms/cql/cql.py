@@ -49,9 +49,8 @@ class CQLHyperparameters(TwinQHyperparameters):
     bc_iters: int = option(0, AN_INT_AT_LEAST_0)
     lagrangian: bool = option(False, A_BOOL)
     lagrangian_thresh: float = option(5.0)
-    #: RLlib's SAC options, accepted and checked; offline they change nothing (see
+    #: RLlib's SAC option, accepted and checked; offline it changes nothing (see
     #: ``CQLConfig.training``).
-    clip_actions: bool = option(False, A_BOOL)
     num_steps_sampled_before_learning_starts: int = option(1500, AN_INT_AT_LEAST_0)
 
 
@@ -110,11 +109,14 @@ class CQLConfig(AlgorithmConfig):
         near ``lagrangian_thresh``;
         for the first ``bc_iters`` updates the policy is trained by behavior cloning.
         RLlib's ``twin_q`` and ``target_network_update_freq``: see ``TwinQHyperparameters``.
-        RLlib's SAC options ``clip_actions`` and ``num_steps_sampled_before_learning_starts``
-        are accepted and change nothing, as in RLlib's CQL on offline data: the squashed
-        policy's actions lie within the action space already, and the data is all there
-        before the first update (RLlib's CQL does not read the count either)."""
+        RLlib's SAC option ``clip_actions`` is ``environment(clip_actions=...)``, one setting
+        in RLlib as here (the squashed policy's actions lie within the action space already);
+        ``num_steps_sampled_before_learning_starts`` is accepted and changes nothing, as in
+        RLlib's CQL on offline data: the data is all there before the first update (RLlib's
+        CQL does not read the count either)."""
         super().training(**kwargs)
+        if clip_actions is not NotProvided:
+            self.environment(clip_actions=clip_actions)
         return self._set(self.sections.hyperparameters, locals())
 
     @property
