@@ -14,8 +14,12 @@ from connectors import FlattenObservations
 from offline_rl import BCConfig, CQLConfig, SingleAgentEpisode
 from offline_rl.codec import pack_episode_state
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.formats.composite import conform_structures
-from offline_rl.models.distributions import TorchDiagGaussian, TorchMultiCategorical
+from offline_rl.formats.composite import conform_structures, pack_values, unpack_value
+from offline_rl.models.distributions import (
+    TorchDiagGaussian,
+    TorchMultiCategorical,
+    TorchMultiDistribution,
+)
 from offline_rl.models.model_config import DefaultModelConfig
 from offline_rl.models.torch_rl_module import DefaultTorchRLModule
 
@@ -57,6 +61,10 @@ CASES = {
     "nested-dict": (NESTED_DICT, gym.spaces.Discrete(3), True),
     "tuple": (TUPLE, gym.spaces.MultiDiscrete([2, 3]), True),
     "nested-tuple": (NESTED_TUPLE, MATRIX, True),
+    "dict-actions": (DICT, DICT, True),
+    "nested-dict-actions": (NESTED_DICT, NESTED_DICT, True),
+    "tuple-actions": (TUPLE, TUPLE, True),
+    "nested-tuple-actions": (NESTED_TUPLE, NESTED_TUPLE, True),
 }
 
 
@@ -159,3 +167,33 @@ def test_critics_refuse_actions_only_the_policy_reads():
     spec = config.get_rl_module_spec(MATRIX, MATRIX)
     with pytest.raises(ConfigError, match="Box actions of shape \\(n,\\), got Box"):
         spec.build()
+
+
+def test_composite_actions_pack_and_unpack():
+    NESTED_TUPLE.seed(3)
+    values = conform_structures([NESTED_TUPLE.sample() for _ in range(4)], NESTED_TUPLE,
+                                "actions", "ep")
+    packed = pack_values(values, NESTED_TUPLE)
+    assert packed.shape == (4, 1 + 4 + 1 + 4)
+    for value, row in zip(values, packed, strict=True):
+        back = unpack_value(row, NESTED_TUPLE)
+        assert NESTED_TUPLE.contains(back)
+        assert np.array_equal(gym.spaces.flatten(NESTED_TUPLE, back),
+                              gym.spaces.flatten(NESTED_TUPLE, value))
+
+
+def test_composite_distribution_sums_its_parts_and_samples_in_the_space():
+    module = DefaultTorchRLModule(MATRIX, NESTED_DICT, DefaultModelConfig(fcnet_hiddens=[8]))
+    obs = torch.rand(5, 2, 2)
+    inputs = module.forward_train({"obs": obs})["action_dist_inputs"]
+    assert inputs.shape == (5, 4 + 2 * 4 + 5)
+    dist = module.get_train_action_dist_cls().from_logits(inputs)
+    assert isinstance(dist, TorchMultiDistribution)
+    actions = dist.sample()
+    assert actions.shape == (5, 1 + 4 + 2)
+    assert dist.logp(actions).shape == dist.entropy().shape == (5,)
+    expected = sum(part.logp(action) for part, action in zip(
+        dist.parts, (actions[:, 0], actions[:, 1:5], actions[:, 5:]), strict=True))
+    assert torch.allclose(dist.logp(actions), expected)
+    greedy = module.compute_actions(obs.numpy())
+    assert all(NESTED_DICT["a"].contains(int(row[0])) for row in greedy)

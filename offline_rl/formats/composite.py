@@ -57,6 +57,72 @@ def flat_values(values: Sequence[Any], space: gym.Space) -> np.ndarray:
                      for value in values]) if len(values) else np.zeros((0, 0))
 
 
+def leaf_spaces(space: gym.Space) -> list[gym.Space]:
+    """The leaves of a ``Dict``/``Tuple`` space, in order (``Dict`` keys in the space's
+    order); a leaf space alone for any other space."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for part in space.spaces.values() for leaf in leaf_spaces(part)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for part in space.spaces for leaf in leaf_spaces(part)]
+    return [space]
+
+
+def leaf_width(space: gym.Space) -> int:
+    """The numbers one value of the leaf ``space`` packs into (``1`` for ``Discrete``)."""
+    return 1 if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))
+
+
+def _leaves(value: Any, space: gym.Space) -> list[Any]:
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for key, part in space.spaces.items() for leaf in _leaves(value[key], part)]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for item, part in zip(value, space.spaces, strict=True)
+                for leaf in _leaves(item, part)]
+    return [value]
+
+
+def pack_values(values: Sequence[Any], space: gym.Space) -> np.ndarray:
+    """Conformed values of a ``Dict``/``Tuple`` space as one float32 row each: every leaf's
+    numbers as they are (a ``Discrete`` leaf its index, not one-hot), in ``leaf_spaces``
+    order; ``unpack_value`` reverses it. Train batches carry composite actions so.
+
+    Examples:
+        >>> space = gym.spaces.Dict(a=gym.spaces.Discrete(3), b=gym.spaces.Box(0, 1, (2,)))
+        >>> row = pack_values([{"a": 2, "b": [0.5, 0.25]}], space)[0]
+        >>> row.tolist(), unpack_value(row, space)
+        ([2.0, 0.5, 0.25], {'a': np.int64(2), 'b': array([0.5 , 0.25], dtype=float32)})
+    """
+    width = sum(leaf_width(leaf) for leaf in leaf_spaces(space))
+    if not len(values):
+        return np.zeros((0, width), np.float32)
+    return np.stack([np.concatenate([np.asarray(leaf, np.float32).reshape(-1)
+                                     for leaf in _leaves(value, space)]) for value in values])
+
+
+def unpack_value(row: np.ndarray, space: gym.Space) -> Any:
+    """The structure of ``space`` one ``pack_values`` row holds."""
+    leaves = iter(leaf_spaces(space))
+    offset = 0
+
+    def rebuild(part: gym.Space) -> Any:
+        nonlocal offset
+        if isinstance(part, gym.spaces.Dict):
+            return {key: rebuild(child) for key, child in part.spaces.items()}
+        if isinstance(part, gym.spaces.Tuple):
+            return tuple(rebuild(child) for child in part.spaces)
+        leaf = next(leaves)
+        width = leaf_width(leaf)
+        numbers = np.asarray(row[offset:offset + width])
+        offset += width
+        shape = () if isinstance(leaf, gym.spaces.Discrete) else leaf.shape
+        value = numbers.reshape(shape)
+        if leaf.dtype.kind in "iub":
+            value = np.round(value)
+        return value.astype(leaf.dtype)[()] if shape == () else value.astype(leaf.dtype)
+
+    return rebuild(space)
+
+
 class _Place:
     """Where a leaf is, for messages."""
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
+
+from offline_rl.formats.composite import leaf_spaces, leaf_width
 
 #: Keeps ``tanh``-squashed actions off the bounds, where their log-density is infinite.
 SQUASH_EPSILON = 1e-6
@@ -272,3 +275,88 @@ class TorchSquashedGaussian(TorchDiagGaussian):
     def deterministic_sample(self) -> torch.Tensor:
         """The squashed mean per row."""
         return self._squash(self.loc)
+
+
+class TorchMultiDistribution:
+    """One distribution per leaf of a ``Dict``/``Tuple`` action space (nested or not): a
+    categorical for ``Discrete``, a ``TorchMultiCategorical`` for ``MultiDiscrete``, a diagonal
+    Gaussian for ``Box``; inputs are the leaves' inputs concatenated, actions the leaves'
+    numbers packed into one row (``offline_rl.formats.composite.pack_values``), and an
+    action's log-probability the sum of its leaves'. ``for_space(space)`` makes the class.
+
+    Examples:
+        >>> import gymnasium as gym, torch
+        >>> space = gym.spaces.Dict(a=gym.spaces.Discrete(3), b=gym.spaces.Box(0, 1, (2,)))
+        >>> dist_cls = TorchMultiDistribution.for_space(space)
+        >>> dist_cls.required_input_dim(space)
+        7
+        >>> dist = dist_cls.from_logits(torch.tensor([[0.0, 5.0, 0.0, 0.5, 0.2, 0.0, 0.0]]))
+        >>> dist.deterministic_sample()
+        tensor([[1.0000, 0.5000, 0.2000]])
+        >>> dist.logp(torch.tensor([[1.0, 0.5, 0.2]])).shape
+        torch.Size([1])
+    """
+
+    #: Each leaf's distribution class, the width of its inputs and of its packed action.
+    leaves: tuple[tuple[type, int, int], ...] = ()
+
+    def __init__(self, logits: torch.Tensor):
+        self.logits = logits
+        widths = [inputs for _, inputs, _ in self.leaves]
+        self.parts = [dist_cls.from_logits(part) for (dist_cls, _, _), part in
+                      zip(self.leaves, logits.split(widths, dim=-1), strict=True)]
+
+    @classmethod
+    def for_space(cls, space: Any) -> type[TorchMultiDistribution]:
+        """The distribution class for the ``Dict``/``Tuple`` ``space``."""
+        leaves = []
+        for leaf in leaf_spaces(space):
+            if isinstance(leaf, gym.spaces.Discrete):
+                leaves.append((TorchCategorical, int(leaf.n), 1))
+            elif isinstance(leaf, gym.spaces.MultiDiscrete):
+                leaves.append((TorchMultiCategorical.for_space(leaf),
+                               TorchMultiCategorical.required_input_dim(leaf), leaf_width(leaf)))
+            elif isinstance(leaf, gym.spaces.Box):
+                width = leaf_width(leaf)
+                leaves.append((TorchDiagGaussian.shaped((width,)),
+                               TorchDiagGaussian.required_input_dim(width), width))
+            else:
+                raise ValueError(f"no distribution for the action space part {leaf}: "
+                                 "Discrete, MultiDiscrete or Box parts only")
+        return type(cls.__name__, (cls,), {"leaves": tuple(leaves)})
+
+    @classmethod
+    def from_logits(cls, logits: torch.Tensor) -> TorchMultiDistribution:
+        """Builds the distribution from the module's raw outputs."""
+        return cls(logits)
+
+    @classmethod
+    def required_input_dim(cls, space: Any) -> int:
+        """Outputs the module must produce for ``space`` (the class for it)."""
+        return sum(inputs for _, inputs, _ in cls.for_space(space).leaves)
+
+    def _split(self, actions: torch.Tensor) -> list[torch.Tensor]:
+        parts = actions.split([width for _, _, width in self.leaves], dim=-1)
+        return [part.squeeze(-1) if dist_cls is TorchCategorical else part
+                for (dist_cls, _, _), part in zip(self.leaves, parts, strict=True)]
+
+    def _packed(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([part.reshape(len(part), -1).to(self.logits.dtype) for part in parts],
+                         dim=-1)
+
+    def logp(self, actions: torch.Tensor) -> torch.Tensor:
+        """Log-probability of each packed action: the sum of its leaves'."""
+        return sum(dist.logp(part) for dist, part in
+                   zip(self.parts, self._split(actions), strict=True))
+
+    def entropy(self) -> torch.Tensor:
+        """Entropy per row (the leaves are independent: the sum of theirs)."""
+        return sum(dist.entropy() for dist in self.parts)
+
+    def sample(self) -> torch.Tensor:
+        """A random packed action per row."""
+        return self._packed([dist.sample() for dist in self.parts])
+
+    def deterministic_sample(self) -> torch.Tensor:
+        """Each leaf's most likely value, packed, per row."""
+        return self._packed([dist.deterministic_sample() for dist in self.parts])

@@ -17,6 +17,7 @@ from offline_rl.models.distributions import (
     TorchCategorical,
     TorchDiagGaussian,
     TorchMultiCategorical,
+    TorchMultiDistribution,
 )
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
 from offline_rl.models.observation_encoding import (
@@ -40,7 +41,8 @@ def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Seq
 class DefaultTorchRLModule(nn.Module):
     """MLP policy for Box, Discrete, MultiDiscrete or MultiBinary observations (flattened,
     one-hot: ``encode_observations``) and Discrete (categorical), MultiDiscrete (one
-    categorical per component) or Box (Gaussian, any shape) actions; with
+    categorical per component), Box (Gaussian, any shape) or Dict/Tuple (one of those per
+    part: ``TorchMultiDistribution``, actions packed into one row) actions; with
     ``model_config.conv_filters``, a ``ConvEncoder`` before the MLP.
 
     ``forward_train``/``forward_inference``/``forward_exploration`` return ``action_dist_inputs``,
@@ -75,6 +77,9 @@ class DefaultTorchRLModule(nn.Module):
         elif isinstance(action_space, gym.spaces.MultiDiscrete):
             self._dist_cls = TorchMultiCategorical.for_space(action_space)
             outputs = TorchMultiCategorical.required_input_dim(action_space)
+        elif isinstance(action_space, gym.spaces.Dict | gym.spaces.Tuple):
+            self._dist_cls = TorchMultiDistribution.for_space(action_space)
+            outputs = TorchMultiDistribution.required_input_dim(action_space)
         elif isinstance(action_space, gym.spaces.Box):
             # The Gaussian is over the flat action vector; its samples have the Box's shape.
             self._dist_cls = (TorchDiagGaussian if len(action_space.shape) == 1
@@ -88,8 +93,8 @@ class DefaultTorchRLModule(nn.Module):
                 self.register_buffer(name, torch.tensor(bound, dtype=torch.float32).reshape(-1),
                                      persistent=False)
         else:
-            raise ValueError(f"DefaultTorchRLModule supports Discrete, MultiDiscrete or Box "
-                             f"actions, got {action_space}")
+            raise ValueError(f"DefaultTorchRLModule supports Discrete, MultiDiscrete, Box, Dict "
+                             f"or Tuple actions, got {action_space}")
         #: The size of an encoded observation (``observation_dim``).
         self.obs_dim = obs_dim = observation_dim(observation_space)
         #: The input filter with ``normalize_observations`` (identity until given statistics).
