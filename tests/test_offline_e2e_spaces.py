@@ -197,3 +197,47 @@ def test_composite_distribution_sums_its_parts_and_samples_in_the_space():
     assert torch.allclose(dist.logp(actions), expected)
     greedy = module.compute_actions(obs.numpy())
     assert all(NESTED_DICT["a"].contains(int(row[0])) for row in greedy)
+
+
+class StructuredEnv(gym.Env):
+    """Three steps of Dict observations and nested-Dict actions; reward 1 when the action's
+    ``a`` equals the observation's ``a``."""
+
+    observation_space = DICT
+    action_space = NESTED_DICT
+
+    def __init__(self, config=None):
+        self.t, self.target = 0, 0
+
+    def _observation(self):
+        return {"a": self.target, "b": np.full((2, 2), 0.5, np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.target = 0, int(self.np_random.integers(4))
+        return self._observation(), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), action
+        reward = float(action["a"] == self.target)
+        self.t += 1
+        return self._observation(), reward, self.t == 3, False, {}
+
+
+@pytest.mark.slow
+def test_evaluation_flattens_the_envs_observations_and_unpacks_its_actions(ray_session,
+                                                                          tmp_path):
+    path = write_episodes(tmp_path / "episodes", DICT, NESTED_DICT)
+    config = (BCConfig().environment(StructuredEnv)
+              .offline_data(input_=[path], input_read_episodes=True, input_read_batch_size=1,
+                            dataset_num_iters_per_learner=1)
+              .training(learner_connector=FlattenObservations)
+              .evaluation(evaluation_interval=1, evaluation_duration=4)
+              .rl_module(model_config={"fcnet_hiddens": [8]}))
+    algo = config.build()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert result["evaluation"]["env_runners"]["num_episodes"] == 4
+    assert 0 <= result["evaluation"]["env_runners"]["episode_return_mean"] <= 3
