@@ -241,3 +241,13 @@ def test_evaluation_flattens_the_envs_observations_and_unpacks_its_actions(ray_s
         algo.stop()
     assert result["evaluation"]["env_runners"]["num_episodes"] == 4
     assert 0 <= result["evaluation"]["env_runners"]["episode_return_mean"] <= 3
+
+
+def test_composite_observations_without_flattening_are_a_config_error():
+    from connectors import AddObservationsFromEpisodesToBatch
+
+    episode = SingleAgentEpisode(observations=[(1, np.zeros((2, 2))), (2, np.zeros((2, 2)))],
+                                 actions=[0], rewards=[0.0], len_lookback_buffer=0)
+    piece = AddObservationsFromEpisodesToBatch(TUPLE, as_learner_connector=True)
+    with pytest.raises(ConfigError, match="add the FlattenObservations connector"):
+        piece(rl_module=None, batch={}, episodes=[episode])
