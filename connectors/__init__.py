@@ -12,6 +12,7 @@ from connectors.common import (
     AddObservationsFromEpisodesToBatch,
     AgentToModuleMapping,
     BatchIndividualItems,
+    FlattenObservations,
 )
 from connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from connectors.connector_v2 import ConnectorV2
@@ -36,6 +37,7 @@ __all__ = [
     "ConnectorPipelineV2",
     "ConnectorV2",
     "DEFAULT_LEARNER_PIECES",
+    "FlattenObservations",
     "FrameStackingLearner",
     "GeneralAdvantageEstimation",
     "LearnerConnectorPipeline",

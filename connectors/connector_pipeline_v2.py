@@ -47,6 +47,14 @@ class ConnectorPipelineV2(ConnectorV2):
                 )
         return batch
 
+    def recompute_output_observation_space(self, input_observation_space: Any,
+                                           input_action_space: Any) -> Any:
+        """The observation space after every piece, in order."""
+        for connector in self.connectors:
+            input_observation_space = connector.recompute_output_observation_space(
+                input_observation_space, input_action_space)
+        return input_observation_space
+
     @property
     def needs_module(self) -> bool:
         """Whether any piece needs the current module."""

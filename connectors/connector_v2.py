@@ -53,6 +53,18 @@ class ConnectorV2(ABC):
         self.input_observation_space = input_observation_space
         self.input_action_space = input_action_space
 
+    def recompute_output_observation_space(self, input_observation_space: Any,
+                                           input_action_space: Any) -> Any:
+        """The observation space of what this piece outputs, given its inputs' spaces: the
+        input's unless the piece changes observations (RLlib's method)."""
+        return input_observation_space
+
+    @property
+    def observation_space(self) -> Any:
+        """The observation space of this piece's output (what a module after it reads)."""
+        return self.recompute_output_observation_space(self.input_observation_space,
+                                                       self.input_action_space)
+
     @property
     def name(self) -> str:
         """The piece's name, used by pipelines to find it (its class name)."""

@@ -208,6 +208,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     evaluator = EnvEvaluator(env_to_make(environment), environment.env_config,
                              num_envs=min(args.episodes, 8), seed=args.seed,
                              limits=evaluation_limits(config.sections))
+    evaluator.adapt_to(getattr(module, "observation_space", None),
+                       getattr(module, "action_space", None))
     result = evaluator.evaluate(module.compute_actions, args.episodes)
     evaluator.close()
     print(f"{environment.env}: return mean {result['episode_return_mean']:.1f} "

@@ -6,6 +6,8 @@ from typing import Any
 
 from connectors.connector_v2 import ConnectorV2
 from offline_rl.columns import Columns
+from offline_rl.errors import ConfigError
+from offline_rl.formats.composite import is_composite
 
 
 class AddObservationsFromEpisodesToBatch(ConnectorV2):
@@ -34,6 +36,12 @@ class AddObservationsFromEpisodesToBatch(ConnectorV2):
     def __call__(self, *, rl_module, batch, episodes, **kwargs):
         if Columns.OBS in batch:
             return batch
+        if is_composite(self.input_observation_space):
+            raise ConfigError(
+                f"the observation space {self.input_observation_space} holds Dict/Tuple "
+                "values, which a train batch cannot carry as they are: add the "
+                "FlattenObservations connector (config.training(learner_connector="
+                "FlattenObservations)) to flatten them")
         for episode in self.single_agent_episode_iterator(episodes):
             if self.as_learner_connector:
                 observations = episode.get_observations(slice(0, len(episode)))

@@ -7,15 +7,17 @@ from functools import partial
 from connectors.connector_v2 import ConnectorV2
 from offline_rl.columns import Columns
 from offline_rl.episodes.transitions import last_step_flags
+from offline_rl.formats.composite import is_composite, pack_values
 
 
 class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
     """Adds ``actions``, ``rewards``, ``terminateds``, ``truncateds`` and every extra model output
     (e.g. ``action_logp``) for each timestep, skipping columns the batch already has.
 
-    Only the last timestep of a done episode carries ``terminateds``/``truncateds=True``. Infos are
-    not added: they are arbitrary Python objects and train batches cross processes as numeric
-    arrays only.
+    ``Dict``/``Tuple`` actions are packed into one float row each (``pack_values``), which the
+    module's composite distribution reads. Only the last timestep of a done episode carries
+    ``terminateds``/``truncateds=True``. Infos are not added: they are arbitrary Python objects
+    and train batches cross processes as numeric arrays only.
 
     Examples:
         >>> from offline_rl import SingleAgentEpisode
@@ -33,8 +35,12 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
         for episode in self.single_agent_episode_iterator(episodes):
             steps = len(episode)
             window = slice(0, steps)
+            action_space = self.input_action_space or episode.action_space
+            actions = partial(episode.get_actions, window)
+            if is_composite(action_space):
+                actions = partial(_packed, episode, window, action_space)
             per_step = {
-                Columns.ACTIONS: partial(episode.get_actions, window),
+                Columns.ACTIONS: actions,
                 Columns.REWARDS: partial(episode.get_rewards, window),
                 Columns.TERMINATEDS: partial(last_step_flags, [steps], [episode.is_terminated]),
                 Columns.TRUNCATEDS: partial(last_step_flags, [steps], [episode.is_truncated]),
@@ -45,3 +51,8 @@ class AddColumnsFromEpisodesToTrainBatch(ConnectorV2):
                 if column not in present:
                     self.add_n_batch_items(batch, column, values(), steps, episode)
         return batch
+
+
+def _packed(episode, window: slice, action_space) -> object:
+    """The episode's ``Dict``/``Tuple`` actions in ``window``, packed."""
+    return pack_values(episode.get_actions(window), action_space)

@@ -186,6 +186,8 @@ class Algorithm:
             self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
         spec = with_observation_statistics(self.config, self.config.get_rl_module_spec(*spaces),
                                            self.offline_data)
+        if self.evaluator is not None:
+            self.evaluator.adapt_to(spec.observation_space, spec.action_space)
         runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
         cpus_per_runner = env_runner_cpus(sections.env_runners.num_cpus_per_env_runner, runners)
         group_cpus = 0.0

@@ -466,7 +466,8 @@ class AlgorithmConfig(FlatAccess):
         given = module_spec_of(rl_module.rl_module_spec, DEFAULT_MODULE_ID)
         spec = copy.copy(given) if given else RLModuleSpec()
         spec.module_class = spec.module_class or self.module_class_path
-        spec.observation_space = spec.observation_space or observation_space
+        spec.observation_space = spec.observation_space or self.module_observation_space(
+            observation_space, action_space)
         spec.action_space = spec.action_space or action_space
         if spec.model_config is None:
             spec.model_config = DefaultModelConfig.from_dict(rl_module.model_config)
@@ -489,6 +490,15 @@ class AlgorithmConfig(FlatAccess):
         if environment.normalize_actions and action_space is not None:
             action_space = normalized_action_space(action_space)
         return environment.observation_space, action_space
+
+    def module_observation_space(self, observation_space: gym.Space | None,
+                                 action_space: gym.Space | None) -> gym.Space | None:
+        """The observation space the module reads: the data's, as the custom
+        ``learner_connector`` pieces change it (``FlattenObservations`` flattens it into a
+        ``Box``)."""
+        if self.sections.training.learner_connector is None or observation_space is None:
+            return observation_space
+        return self.build_learner_connector(observation_space, action_space).observation_space
 
     def input_spaces(self) -> tuple[gym.Space | None, gym.Space | None]:
         """The data's spaces: ``environment``'s ``observation_space``/``action_space``, else

@@ -26,6 +26,7 @@ from offline_rl.formats.checks import (
     row_number,
     unsquash_actions,
 )
+from offline_rl.formats.composite import conform_structures, flat_values, is_composite
 from offline_rl.formats.shapes import conform_columns
 
 
@@ -94,32 +95,45 @@ class ValuePolicy:
 
     def conform_episode(self, episode: SingleAgentEpisode, where: str) -> None:
         """Conforms the episode's observations, actions and rewards to the spaces, in place
-        (shapes, and the observation space's dtype), raising on values of the wrong type, and
-        applies ``input_action_bounds`` to its actions."""
-        shaped = conform_columns({Columns.OBS: episode.observations.data,
-                                  Columns.ACTIONS: episode.actions.data,
-                                  Columns.REWARDS: episode.rewards.data}, self.spaces, where)
-        observations = observations_as_space_dtype(shaped[Columns.OBS], self.observation_space,
-                                                   where)
-        episode.observations.data = observations
-        rewards = episode.rewards.data = shaped[Columns.REWARDS]
+        (shapes, and the observation space's dtype; ``Dict``/``Tuple`` values rebuilt as
+        their space's structures), raising on values of the wrong type, and applies
+        ``input_action_bounds`` to its actions."""
+        columns = {Columns.OBS: episode.observations.data,
+                   Columns.ACTIONS: episode.actions.data, Columns.REWARDS: episode.rewards.data}
+        spaces = {Columns.OBS: self.observation_space, Columns.ACTIONS: self.action_space}
+        structured = {name: conform_structures(columns.pop(name), space, name, where)
+                      for name, space in spaces.items() if is_composite(space)}
+        shaped = conform_columns(columns, self.spaces, where)
+        if Columns.OBS in shaped:
+            shaped[Columns.OBS] = observations_as_space_dtype(
+                shaped[Columns.OBS], self.observation_space, where)
+        check_column_types(shaped, where)
+        shaped.update(structured)
+        episode.observations.data = shaped[Columns.OBS]
+        episode.rewards.data = shaped[Columns.REWARDS]
         actions = shaped[Columns.ACTIONS]
-        check_column_types({Columns.OBS: observations, Columns.ACTIONS: actions,
-                            Columns.REWARDS: rewards}, where)
-        episode.actions.data = self._bound_actions(actions, where)
+        episode.actions.data = (actions if Columns.ACTIONS in structured
+                                else self._bound_actions(actions, where))
 
     def episode_drop_reason(self, episode: SingleAgentEpisode, where: str) -> str | None:
         """Why the policies drop a (conformed) episode: ``"nonfinite_episodes"`` (its
         observations, else its rewards, hold NaN or inf) or ``"out_of_bounds_episodes"``;
         ``None`` to keep it. Raises instead where a policy is ``"raise"``."""
-        observations = {Columns.OBS: episode.observations.data}
-        for values in (observations, {Columns.ACTIONS: episode.actions.data},
+        observations = {Columns.OBS: self._numbers(episode.observations.data,
+                                                   self.observation_space)}
+        for values in (observations,
+                       {Columns.ACTIONS: self._numbers(episode.actions.data, self.action_space)},
                        {Columns.REWARDS: episode.rewards.data}):
             if self._nonfinite(values, where).any():
                 return "nonfinite_episodes"
         if self._outside(observations, where).any():
             return "out_of_bounds_episodes"
         return None
+
+    @staticmethod
+    def _numbers(values: Any, space: gym.Space | None) -> np.ndarray:
+        """``values`` as one array: as they are, or ``Dict``/``Tuple`` structures flattened."""
+        return flat_values(values, space) if is_composite(space) else values
 
     def _bound_actions(self, actions: np.ndarray, where: str,
                        place: Callable[[int], str] = row_number) -> np.ndarray:

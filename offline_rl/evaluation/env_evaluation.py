@@ -9,6 +9,7 @@ import numpy as np
 
 from offline_rl.evaluation.env_limits import EpisodeLimits, warn_cut
 from offline_rl.evaluation.rollout import EnvSpec, make_env, rollout
+from offline_rl.evaluation.space_adapters import adapted_env
 from offline_rl.statistics import episode_statistics
 
 
@@ -37,6 +38,14 @@ class EnvEvaluator:
         self.observation_space = self.envs[0].observation_space
         self.action_space = self.envs[0].action_space
         self.seed = seed
+
+    def adapt_to(self, observation_space: Any, action_space: Any) -> None:
+        """Wraps the envs for a module of these spaces (``space_adapters.adapted_env``:
+        ``Dict``/``Tuple`` observations flattened as ``FlattenObservations`` flattened the
+        data, packed composite actions unpacked)."""
+        self.envs = [adapted_env(env, observation_space, action_space) for env in self.envs]
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
 
     def evaluate(self, compute_actions: Callable[[np.ndarray], np.ndarray],
                  num_episodes: int) -> dict[str, int | float | None]:

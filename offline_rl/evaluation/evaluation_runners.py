@@ -92,6 +92,7 @@ class _EvaluationRunner:
         self.module = module_spec.build()
         self.evaluator = EnvEvaluator(env, env_config, num_envs=max_envs, seed=seed,
                                       limits=limits)
+        self.evaluator.adapt_to(module_spec.observation_space, module_spec.action_space)
 
     def play(self, weights: dict[str, torch.Tensor], num_episodes: int,
              first_episode: int) -> tuple[list[float], list[int], str | None]:

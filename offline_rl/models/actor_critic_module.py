@@ -21,6 +21,18 @@ from offline_rl.models.value_module import PolicyValueTorchRLModule
 NOT_POLICY_PREFIXES = ("qf", "vf", "encoder_target", "pi_target")
 
 
+def check_critic_actions(action_space: gym.Space, module_name: str) -> None:
+    """Raises ``ConfigError`` unless the critics read ``action_space``: ``Discrete``, or a
+    ``Box`` of one dimension (a ``MultiDiscrete`` or a shaped ``Box`` trains with BC or
+    MARWIL, whose policy alone reads them)."""
+    if isinstance(action_space, gym.spaces.Discrete) or (
+            isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1):
+        return
+    raise ConfigError(f"{module_name} has Q-networks for Discrete actions or Box actions of "
+                      f"shape (n,), got {action_space}; train these actions with BC or MARWIL, "
+                      "or set config.environment(action_space=...) to such a space")
+
+
 class ActorCriticTorchRLModule(PolicyValueTorchRLModule):
     """``PolicyValueTorchRLModule``'s policy (it acts, as in evaluation and recording) and
     state-value network ``vf``, plus twin Q-networks ``qf``/``qf_twin`` and their targets, each
@@ -40,6 +52,7 @@ class ActorCriticTorchRLModule(PolicyValueTorchRLModule):
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  model_config: DefaultModelConfig):
+        check_critic_actions(action_space, type(self).__name__)
         super().__init__(observation_space, action_space, model_config)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         inputs = (self.obs_dim if self.discrete

@@ -13,8 +13,18 @@ from torch import nn
 from offline_rl.columns import Columns
 from offline_rl.errors import ConfigError
 from offline_rl.models.conv_encoder import ConvEncoder
-from offline_rl.models.distributions import TorchCategorical, TorchDiagGaussian
+from offline_rl.models.distributions import (
+    TorchCategorical,
+    TorchDiagGaussian,
+    TorchMultiCategorical,
+    TorchMultiDistribution,
+)
 from offline_rl.models.model_config import ACTIVATIONS, DefaultModelConfig
+from offline_rl.models.observation_encoding import (
+    check_encoded_space,
+    encode_observations,
+    observation_dim,
+)
 from offline_rl.models.observation_normalizer import ObservationNormalizer
 from offline_rl.models.rl_module import TorchRLModule
 
@@ -30,8 +40,11 @@ def mlp(sizes: list[int], activation: str, activate_last: bool = True) -> nn.Seq
 
 
 class DefaultTorchRLModule(TorchRLModule):
-    """MLP policy for Box observations and Discrete (categorical) or Box (Gaussian) actions;
-    with ``model_config.conv_filters``, a ``ConvEncoder`` before the MLP.
+    """MLP policy for Box, Discrete, MultiDiscrete or MultiBinary observations (flattened,
+    one-hot: ``encode_observations``) and Discrete (categorical), MultiDiscrete (one
+    categorical per component), Box (Gaussian, any shape) or Dict/Tuple (one of those per
+    part: ``TorchMultiDistribution``, actions packed into one row) actions; with
+    ``model_config.conv_filters``, a ``ConvEncoder`` before the MLP.
 
     ``forward_train``/``forward_inference``/``forward_exploration`` return ``action_dist_inputs``,
     which ``get_*_action_dist_cls()`` turns into a distribution (RLlib's RLModule contract).
@@ -54,30 +67,35 @@ class DefaultTorchRLModule(TorchRLModule):
         action_space: gym.Space,
         model_config: DefaultModelConfig,
     ):
-        if not isinstance(observation_space, gym.spaces.Box | gym.spaces.Discrete):
-            raise ValueError(f"DefaultTorchRLModule reads Box or Discrete observations, got "
-                             f"{observation_space}; write a custom module for other spaces")
+        check_encoded_space(observation_space, type(self).__name__)
         super().__init__(observation_space=observation_space, action_space=action_space,
                          model_config=model_config)
         if isinstance(action_space, gym.spaces.Discrete):
             self._dist_cls = TorchCategorical
             outputs = TorchCategorical.required_input_dim(int(action_space.n))
+        elif isinstance(action_space, gym.spaces.MultiDiscrete):
+            self._dist_cls = TorchMultiCategorical.for_space(action_space)
+            outputs = TorchMultiCategorical.required_input_dim(action_space)
+        elif isinstance(action_space, gym.spaces.Dict | gym.spaces.Tuple):
+            self._dist_cls = TorchMultiDistribution.for_space(action_space)
+            outputs = TorchMultiDistribution.required_input_dim(action_space)
         elif isinstance(action_space, gym.spaces.Box):
-            self._dist_cls = TorchDiagGaussian
+            # The Gaussian is over the flat action vector; its samples have the Box's shape.
+            self._dist_cls = (TorchDiagGaussian if len(action_space.shape) == 1
+                              else TorchDiagGaussian.shaped(action_space.shape))
             outputs = TorchDiagGaussian.required_input_dim(int(np.prod(action_space.shape)))
-            # The bounds as tensors on the module's device, for the losses that need them;
-            # copies (a space sent to a Ray actor holds read-only arrays, which torch warns of).
+            # The flat bounds as tensors on the module's device, for the losses that need
+            # them; copies (a space sent to a Ray actor holds read-only arrays, which torch
+            # warns of).
             for name, bound in (("action_low", action_space.low),
                                 ("action_high", action_space.high)):
-                self.register_buffer(name, torch.tensor(bound, dtype=torch.float32),
+                self.register_buffer(name, torch.tensor(bound, dtype=torch.float32).reshape(-1),
                                      persistent=False)
         else:
-            raise ValueError(f"DefaultTorchRLModule supports Discrete or Box actions, got "
-                             f"{action_space}")
-        #: The size of an encoded observation (one-hot for ``Discrete`` observations).
-        self.obs_dim = obs_dim = (
-            int(observation_space.n) if isinstance(observation_space, gym.spaces.Discrete)
-            else int(np.prod(observation_space.shape)))
+            raise ValueError(f"DefaultTorchRLModule supports Discrete, MultiDiscrete, Box, Dict "
+                             f"or Tuple actions, got {action_space}")
+        #: The size of an encoded observation (``observation_dim``).
+        self.obs_dim = obs_dim = observation_dim(observation_space)
         #: The input filter with ``normalize_observations`` (identity until given statistics).
         self.obs_normalizer = (self._build_normalizer() if model_config.normalize_observations
                                else None)
@@ -107,7 +125,7 @@ class DefaultTorchRLModule(TorchRLModule):
 
     def _build_normalizer(self) -> ObservationNormalizer:
         config = self.model_config
-        if isinstance(self.observation_space, gym.spaces.Discrete):
+        if not isinstance(self.observation_space, gym.spaces.Box):
             raise ConfigError("model_config normalize_observations=True needs Box observations; "
                               f"the observation space is {self.observation_space}")
         mean = config.observation_mean or [0.0] * self.obs_dim
@@ -118,9 +136,7 @@ class DefaultTorchRLModule(TorchRLModule):
         return ObservationNormalizer(mean, std)
 
     def _encode_obs(self, obs: torch.Tensor) -> torch.Tensor:
-        if isinstance(self.observation_space, gym.spaces.Discrete):
-            return nn.functional.one_hot(obs.long(), int(self.observation_space.n)).float()
-        flat = obs.reshape(obs.shape[0], -1).float()
+        flat = encode_observations(self.observation_space, obs)
         if self.obs_normalizer is not None:
             flat = self.obs_normalizer(flat)
         return flat if self.conv is None else self.conv(flat.reshape(obs.shape))
