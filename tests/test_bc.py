@@ -155,7 +155,7 @@ def test_cli_records_trains_and_evaluates(ray_session, tmp_path, capsys):
     estimated = capsys.readouterr().out
     estimates = json.loads(estimated.splitlines()[-1])
     assert sorted(estimates) == ["DirectMethod", "DoublyRobust", "ImportanceSampling",
-                                 "WeightedImportanceSampling"]
+                                 "TrajectoryImportanceSampling", "WeightedImportanceSampling"]
     assert "ImportanceSampling: v_target" in estimated
 
 
