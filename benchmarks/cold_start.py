@@ -45,7 +45,7 @@ marks = {{}}
 from offline_rl import BCConfig
 marks["imports_s"] = since()
 import offline_rl.algorithms.ray_start as ray_start
-import offline_rl.data.offline_data as offline_data
+import offline_rl.data.pipeline.offline_data as offline_data
 init_ray, sample = ray_start._init_ray, offline_data.OfflineData.sample
 def timed_init_ray(verbose):
     started = time.time()

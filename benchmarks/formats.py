@@ -133,18 +133,14 @@ def config_for(name: str, folder: Path, batch_size: int):
 def prelearner_steps_per_s(config, folder: Path, name: str, spaces) -> float:
     """The PreLearner's own rate on in-memory tables, in calls of Ray Data's batch size."""
     from offline_rl import DEFAULT_MODULE_ID, OfflinePreLearner
-    from offline_rl.data.offline_data import (
-        EPISODES_PER_PRELEARNER_CALL,
-        ROWS_PER_PRELEARNER_CALL,
-    )
+    from offline_rl.data.prelearner.prelearner import rows_per_call
 
     if name == "sample_batch_json":
         table = pa_json.read_json(folder / "part-0.json")
         table = table.append_column("path", pa.array(["part-0.json"] * table.num_rows))
     else:
         table = read_parquet(folder)
-    rows = (ROWS_PER_PRELEARNER_CALL * config.train_batch_size_per_learner
-            if name.startswith("tabular") else EPISODES_PER_PRELEARNER_CALL)
+    rows = rows_per_call(config.data_config(spaces))
     prelearner = OfflinePreLearner(config, spaces)
     best = 0.0
     for _ in range(3):

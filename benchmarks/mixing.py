@@ -48,8 +48,8 @@ def compose_us_per_batch(batch_size: int, batches: int = 500) -> tuple[float, fl
     on in-memory columns (the mixing's own cost, without Ray: steady under load)."""
     import numpy as np
 
-    from offline_rl.data.batch_stream import BatchStream
-    from offline_rl.data.mixed_stream import MixedStream
+    from offline_rl.data.feed.batch_stream import BatchStream
+    from offline_rl.data.feed.mixed_stream import MixedStream
 
     rows, rng = 200_000, np.random.default_rng(0)
     columns = {"obs": rng.random((rows, 4), np.float32),

@@ -64,6 +64,9 @@ SCHEMA = MappingProxyType(
 #: The seeds' name of the legacy done flag (``input_read_schema={"done": column}``).
 LEGACY_DONE = "done"
 
+#: Column Ray Data adds with ``include_paths=True`` (episode formats read it for error messages).
+PATH_COLUMN = "path"
+
 #: The column of a multi-agent episodes file (beside ``item``) listing each episode's agents,
 #: so that they are mapped to modules before any episode is decoded.
 EPISODE_AGENTS = "agent_ids"

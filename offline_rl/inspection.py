@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import decompress_value
-from offline_rl.data.input_files import (
+from offline_rl.data.source.input_files import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
     READ_METHOD_SUFFIXES,

@@ -63,7 +63,7 @@ def cpus_held_after(timeout_s: float) -> float:
     killed actors by about a tenth of a second (its raylets report every 100 ms)."""
     import ray
 
-    from offline_rl.data.actors import wait_for_cpus
+    from offline_rl.data.ray.actors import wait_for_cpus
     from offline_rl.placement import available_cpus
 
     total = ray.cluster_resources().get("CPU", 0)

@@ -26,7 +26,8 @@ from offline_rl import (
 from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.checkpoint import load_module, read_config
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec
+from offline_rl.core.learner import Learner
+from offline_rl.core.optimizer_spec import OptimizerSpec
 from offline_rl.errors import ConfigError
 from offline_rl.evaluation.off_policy.target_policy import TargetPolicy
 from offline_rl.models.actor_critic_module import (

@@ -30,6 +30,7 @@ def test_layers_import_downward_only():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Layers import downward only KEPT" in result.stdout
+    assert "Data stages import downward only KEPT" in result.stdout
 
 
 def test_prelearner_actors_import_neither_torch_nor_the_algorithms(ray_session, bc_config):

@@ -26,8 +26,8 @@ from offline_rl import (
     SingleAgentEpisode,
 )
 from offline_rl.codec import pack_episode_state, pack_multi_agent_episode_state
-from offline_rl.data.call_output import train_columns
-from offline_rl.data.offline_data import SAMPLE_ROWS
+from offline_rl.data.prelearner.call_output import train_columns
+from offline_rl.data.prelearner.first_rows import SAMPLE_ROWS
 from offline_rl.errors import DataFormatError, DataNotFoundError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes
 
@@ -180,7 +180,7 @@ def test_a_file_deleted_while_it_is_read_is_named_with_what_was_trained(tmp_path
     stream's reads meets the file gone depends on timing, so the failure is raised here)."""
     import pyarrow.fs as pafs
 
-    from offline_rl.data.input_locator import naming_damaged_files
+    from offline_rl.data.source.input_locator import naming_damaged_files
 
     pq.write_table(rows(), tmp_path / "part-0.parquet")
     gone = tmp_path / "part-1.parquet"
@@ -382,7 +382,7 @@ def test_episode_state_fields_are_checked_with_their_cause(field, key, value, ex
 
 
 def test_the_same_episode_read_by_two_actors_is_counted_once(ray_session, tmp_path, bc_config):
-    from offline_rl.data.data_ledger import open_book
+    from offline_rl.data.prelearner.data_ledger import open_book
 
     book = open_book()
     config = bc_config.training(train_batch_size_per_learner=4).offline_data(
@@ -619,10 +619,10 @@ def test_multi_agent_data_is_refused_as_such(ray_session, tmp_path, bc_config, s
 
 def test_rows_of_the_default_module_or_no_agent_are_single_agent():
     from offline_rl.columns import SCHEMA
-    from offline_rl.data.data_config import DataConfig
-    from offline_rl.data.data_ledger import LedgerClient
-    from offline_rl.data.input_locator import RowLocator
-    from offline_rl.data.tabular_rows import RowReader
+    from offline_rl.data.prelearner.data_ledger import LedgerClient
+    from offline_rl.data.prelearner.tabular_rows import RowReader
+    from offline_rl.data.source.data_config import DataConfig
+    from offline_rl.data.source.input_locator import RowLocator
 
     config = DataConfig()
     reader = RowReader(config, SCHEMA, SPACES, RowLocator(config, SCHEMA, "rows"),

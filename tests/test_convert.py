@@ -18,7 +18,7 @@ import pytest
 
 from offline_rl import BCConfig, OfflinePreLearner
 from offline_rl.compression import pack_array
-from offline_rl.data.call_output import train_columns
+from offline_rl.data.prelearner.call_output import train_columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import DataFormatError, OutputError
 from offline_rl.formats.episode_input import decode_episode, sample_batch_to_episodes

@@ -19,7 +19,7 @@ from offline_rl import (
     ShuffledInput,
     register_input,
 )
-from offline_rl.data.input_reader import read_input
+from offline_rl.data.source.input_reader import read_input
 from offline_rl.errors import ConfigError, DataFormatError, InputReaderError
 from offline_rl.recording.recorder import Recorder
 from offline_rl.recording.sample_batch_builder import SampleBatch

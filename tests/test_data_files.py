@@ -22,9 +22,10 @@ import ray
 
 from offline_rl import BCConfig
 from offline_rl.cli import main
-from offline_rl.data.input_files import MAX_DATA_FILE_BYTES_ENV, input_paths, list_data_files
-from offline_rl.data.input_locator import files_without
-from offline_rl.data.input_reader import check_json_files, check_parquet_columns, read_input
+from offline_rl.data.source.input_checks import check_json_files, check_parquet_columns
+from offline_rl.data.source.input_files import MAX_DATA_FILE_BYTES_ENV, input_paths, list_data_files
+from offline_rl.data.source.input_locator import files_without
+from offline_rl.data.source.input_reader import read_input
 from offline_rl.errors import DataFormatError
 from offline_rl.inspection import inspect_dataset
 

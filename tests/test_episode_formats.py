@@ -14,7 +14,7 @@ import pytest
 from connectors import default_learner_pipeline
 from offline_rl import BCConfig, EpisodeReplayBuffer, OfflineData, OfflinePreLearner
 from offline_rl.codec import pack_episode_state
-from offline_rl.data.call_output import train_columns
+from offline_rl.data.prelearner.call_output import train_columns
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.transitions import Transitions
 from offline_rl.errors import ConfigError, DataFormatError
@@ -98,7 +98,7 @@ def test_every_legacy_json_line_becomes_its_episode():
 
 
 def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp_path):
-    from offline_rl.data.data_ledger import open_book
+    from offline_rl.data.prelearner.data_ledger import open_book
 
     book = open_book()
     config = episodes_config(tmp_path)
@@ -114,7 +114,7 @@ def test_prelearner_samples_exact_batches_and_counts_duplicates(ray_session, tmp
 
 @pytest.mark.parametrize("policy", ["raise", "drop"])
 def test_nonfinite_rewards_raise_or_are_dropped_and_counted(ray_session, tmp_path, policy):
-    from offline_rl.data.data_ledger import open_book
+    from offline_rl.data.prelearner.data_ledger import open_book
 
     book = open_book()
     prelearner = OfflinePreLearner(episodes_config(tmp_path, input_nonfinite=policy), SPACES,
@@ -148,7 +148,7 @@ def test_an_episode_recorded_with_another_space_is_named(tmp_path):
 
 def test_an_unfinished_episode_trains_as_a_chunk_and_is_counted(ray_session, tmp_path):
     """RLlib's recordings may end with a chunk that is neither terminated nor truncated."""
-    from offline_rl.data.data_ledger import open_book
+    from offline_rl.data.prelearner.data_ledger import open_book
 
     book = open_book()
     prelearner = OfflinePreLearner(episodes_config(tmp_path), SPACES, ledger=book)

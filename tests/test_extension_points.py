@@ -28,8 +28,8 @@ from offline_rl import (
     RLModuleSpec,
     override,
 )
-from offline_rl.data.call_output import train_columns
-from offline_rl.data.prelearner import map_in_process
+from offline_rl.data.prelearner.call_output import train_columns
+from offline_rl.data.prelearner.prelearner import map_in_process
 from offline_rl.episodes.replay_buffer import EpisodeBuffer
 from offline_rl.errors import ConfigError, UnknownModuleError
 from offline_rl.models.value_module import PolicyValueTorchRLModule

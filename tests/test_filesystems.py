@@ -15,12 +15,9 @@ import pytest
 import ray.data
 
 from offline_rl import Algorithm, OfflineData
-from offline_rl.data.input_reader import (
-    check_parquet_columns,
-    input_paths,
-    read_input,
-    resolve_read_method,
-)
+from offline_rl.data.source.input_checks import check_parquet_columns
+from offline_rl.data.source.input_files import input_paths
+from offline_rl.data.source.input_reader import read_input, resolve_read_method
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 from offline_rl.filesystems import resolve_filesystem
 

@@ -14,7 +14,7 @@ from ray.data.dataset import MaterializedDataset
 
 from offline_rl import Algorithm, BCConfig
 from offline_rl.core.learner_group import LearnerDiedError
-from offline_rl.data.input_reader import read_input
+from offline_rl.data.source.input_reader import read_input
 from offline_rl.errors import ResourceError
 from tests.learners import LOG_NAME, DyingBCConfig, Log, RecordingBCConfig
 
@@ -239,7 +239,7 @@ def test_learners_and_prelearners_that_cannot_fit_fail_fast(indexed_data, ray_se
 
 
 def test_synced_module_loads_published_weights_every_period(ray_session):
-    from offline_rl.data.module_weights import ModuleWeights, SyncedModule, numpy_state
+    from offline_rl.data.prelearner.module_weights import ModuleWeights, SyncedModule, numpy_state
     from offline_rl.models.rl_module_spec import RLModuleSpec
 
     spec = RLModuleSpec(observation_space=gym.spaces.Box(-1, 1, (4,), np.float32),

@@ -15,9 +15,9 @@ import torch
 
 from offline_rl import BCConfig
 from offline_rl.cli import main
-from offline_rl.data.batch_stream import BatchStream
-from offline_rl.data.mixed_data import MixedData
-from offline_rl.data.mixed_stream import MixedStream, mix_counts
+from offline_rl.data.feed.batch_stream import BatchStream
+from offline_rl.data.feed.mixed_stream import MixedStream, mix_counts
+from offline_rl.data.pipeline.mixed_data import MixedData
 from offline_rl.errors import ConfigError, DataFormatError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))

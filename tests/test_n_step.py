@@ -12,7 +12,7 @@ import torch
 
 from offline_rl import DiscreteCQLConfig, IQLConfig, OfflinePreLearner
 from offline_rl.algorithms.td_target import td_target
-from offline_rl.data.call_output import train_columns
+from offline_rl.data.prelearner.call_output import train_columns
 from offline_rl.errors import ConfigError
 
 EPISODES = Path(__file__).parent / "fixtures" / "rllib_cartpole_episodes"

@@ -13,8 +13,8 @@ import torch
 
 from offline_rl import BCConfig, DefaultModelConfig, OfflineData, RLModuleSpec
 from offline_rl.algorithms.checkpoint import load_module, read_config
-from offline_rl.data.module_weights import numpy_state
-from offline_rl.data.observation_statistics import combine_moments
+from offline_rl.data.pipeline.observation_statistics import combine_moments
+from offline_rl.data.prelearner.module_weights import numpy_state
 from offline_rl.errors import ConfigError
 from offline_rl.formats.episode_input import decode_episode
 from offline_rl.models.observation_normalizer import ObservationNormalizer

@@ -14,15 +14,12 @@ import pytest
 import ray
 
 from offline_rl import OfflineData
-from offline_rl.data.actors import kill_actors
-from offline_rl.data.batch_stream import (
-    RAY_DATA_ITERATION_THREAD,
-    STOP_WAIT_S,
-    BatchStream,
-    EpochBatches,
-)
-from offline_rl.data.data_ledger import LedgerBook, LedgerClient, open_book
-from offline_rl.data.resources import prelearner_pool_kwargs
+from offline_rl.data.feed.batch_stream import STOP_WAIT_S, BatchStream
+from offline_rl.data.feed.epoch_batches import EpochBatches
+from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
+from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerClient, open_book
+from offline_rl.data.ray.actors import kill_actors
+from offline_rl.data.ray.iteration_threads import RAY_DATA_ITERATION_THREAD
 from offline_rl.errors import ConfigError, DataFormatError, ResourceError
 
 SPACES = (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2))

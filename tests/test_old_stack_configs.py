@@ -21,7 +21,7 @@ from offline_rl import AlgorithmConfig, BCConfig, OfflinePreLearner
 from offline_rl.algorithms import get_algorithm_config_class, registered_algorithms
 from offline_rl.algorithms.flat_config import OLD_STACK_KEYS
 from offline_rl.cli import main
-from offline_rl.data.call_output import train_columns
+from offline_rl.data.prelearner.call_output import train_columns
 from offline_rl.errors import ConfigError
 
 SAMPLE_BATCH_JSON = Path(__file__).parent / "fixtures" / "rllib_cartpole_sample_batch_json"

@@ -157,7 +157,7 @@ def test_online_rows_follow_the_batch_share_and_offline_columns():
     import numpy as np
 
     from offline_rl import SingleAgentEpisode
-    from offline_rl.data.online_rows import OnlineRows
+    from offline_rl.data.feed.online_rows import OnlineRows
     from offline_rl.errors import DataFormatError
 
     spaces = (gym.spaces.Box(-1, 1, (1,)), gym.spaces.Discrete(2))

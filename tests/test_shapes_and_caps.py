@@ -22,8 +22,8 @@ from ray.data.extensions import ArrowTensorArray
 from offline_rl import BCConfig, OfflinePreLearner, SingleAgentEpisode
 from offline_rl.algorithms.iql import IQLConfig
 from offline_rl.codec import pack_episode_state
-from offline_rl.data.call_output import train_columns
-from offline_rl.data.input_reader import check_parquet_columns
+from offline_rl.data.prelearner.call_output import train_columns
+from offline_rl.data.source.input_checks import check_parquet_columns
 from offline_rl.errors import DataFormatError, TrainingError
 from offline_rl.formats import parquet_footer
 from offline_rl.formats.parquet_footer import FooterCaps
@@ -237,7 +237,7 @@ import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (8 * 2**30, 8 * 2**30))  # a safety net for a regression
 import gymnasium as gym, numpy as np
 from offline_rl import OfflineData
-from offline_rl.data.data_config import DataConfig
+from offline_rl.data.source.data_config import DataConfig
 from offline_rl.errors import DataFormatError
 from offline_rl.settings.offline_data import OfflineDataConfig
 from offline_rl.settings.training import TrainingConfig

@@ -12,8 +12,8 @@ import pytest
 
 from connectors import default_learner_pipeline
 from offline_rl.columns import SCHEMA
-from offline_rl.data.call_output import train_columns
-from offline_rl.data.prelearner import EPISODE_BOOKKEEPING
+from offline_rl.data.prelearner.call_output import train_columns
+from offline_rl.data.prelearner.prelearner import EPISODE_BOOKKEEPING
 from offline_rl.formats.tabular import (
     DataFormatError,
     column_to_numpy,

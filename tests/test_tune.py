@@ -137,7 +137,7 @@ def test_a_read_in_a_trials_placement_group_lists_footers_with_one_actor(ray_ses
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from offline_rl.data.input_reader import FOOTER_READERS, FOOTER_READERS_ENV, read_input
+    from offline_rl.data.source.input_reader import FOOTER_READERS, FOOTER_READERS_ENV, read_input
     from offline_rl.placement import keep_ray_data_in_placement_group
 
     def footer_readers_started() -> int:  # GCS's table holds every actor ever created

@@ -113,7 +113,7 @@ def test_a_name_resolves_to_a_class_of_an_imported_module_that_fits_the_field(tm
     assert AlgorithmConfig.from_yaml(folder / CONFIG_FILE).prelearner_class is NegatedRewards
     saved_config(folder, {"offline_data": {"prelearner_class": "os:system"}})
     with pytest.raises(ConfigError, match=r"prelearner_class names 'os:system', which is not a "
-                                          r"subclass of offline_rl\.data\.prelearner\."
+                                          r"subclass of offline_rl\.data\.prelearner\.prelearner\."
                                           r"OfflinePreLearner"):
         AlgorithmConfig.from_yaml(folder / CONFIG_FILE)
 

@@ -20,9 +20,9 @@ from offline_rl.algorithms.train_results import (
     mean_learner_metrics,
     merged_rounds,
 )
-from offline_rl.data.mixed_data import open_offline_data
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.resources import PIPELINE_CPUS, env_runner_cpus
+from offline_rl.data.pipeline.mixed_data import open_offline_data
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.pipeline.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_evaluation import EnvEvaluator

@@ -96,8 +96,8 @@ def config_from_file(path: str | Path, default_class: type) -> Any:
 def named_class_bases() -> dict[str, type]:
     """The fields that may name a class, and the class each name must subclass."""
     from connectors import ConnectorV2
-    from offline_rl.data.offline_data import OfflineData
-    from offline_rl.data.prelearner import OfflinePreLearner
+    from offline_rl.data.pipeline.offline_data import OfflineData
+    from offline_rl.data.prelearner.prelearner import OfflinePreLearner
     from offline_rl.episodes.replay_buffer import EpisodeReplayBuffer
 
     return {"learner_connector": ConnectorV2, "prelearner_class": OfflinePreLearner,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offline_rl.data.input_api import (
+from offline_rl.data.source.input_api import (
     input_creator,
     looks_like_input_name,
     unregistered_input_error,

@@ -9,10 +9,10 @@ import gymnasium as gym
 
 from offline_rl.columns import Columns
 from offline_rl.core.learner_group import LearnerGroup
-from offline_rl.data.logged_data import read_tables
-from offline_rl.data.module_weights import WEIGHTS_VERSION
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.prelearner import OfflinePreLearner, map_in_process
+from offline_rl.data.pipeline.logged_data import read_tables
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.prelearner.module_weights import WEIGHTS_VERSION
+from offline_rl.data.prelearner.prelearner import OfflinePreLearner, map_in_process
 from offline_rl.errors import DataFormatError
 from offline_rl.names import DEFAULT_MODULE_ID
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from offline_rl.data.offline_data import OfflineData
+from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.models.rl_module_spec import RLModuleSpec
 
 if TYPE_CHECKING:

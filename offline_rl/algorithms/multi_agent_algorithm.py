@@ -21,9 +21,9 @@ from offline_rl.algorithms.module_mapping import (
     routed_by_module_column,
 )
 from offline_rl.algorithms.ray_start import start_ray
-from offline_rl.data.data_config import DataConfig
-from offline_rl.data.input_agents import input_agent_modules, input_agents, input_policy_ids
-from offline_rl.data.resources import side_by_side_options
+from offline_rl.data.pipeline.resources import side_by_side_options
+from offline_rl.data.source.data_config import DataConfig
+from offline_rl.data.source.input_agents import input_agent_modules, input_agents, input_policy_ids
 from offline_rl.errors import ConfigError, DataFormatError, find_error, surface_errors, surfaced
 from offline_rl.evaluation.env_limits import EpisodeLimits, evaluation_limits
 from offline_rl.evaluation.multi_agent_env import make_multi_agent_env

@@ -8,7 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from offline_rl.data.logged_data import read_logged_data
+from offline_rl.data.pipeline.logged_data import read_logged_data
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.evaluation.off_policy import (
     DirectMethod,

@@ -17,7 +17,7 @@ import ray.data
 import torch
 
 from offline_rl.columns import Columns
-from offline_rl.data.module_weights import WEIGHTS_VERSION
+from offline_rl.data.prelearner.module_weights import WEIGHTS_VERSION
 from offline_rl.errors import ConfigError, DataFormatError
 from offline_rl.models.multi_rl_module import MultiRLModule, MultiRLModuleSpec, module_spec_of
 from offline_rl.names import (

@@ -13,8 +13,8 @@ import ray
 
 from offline_rl.algorithms.offline_evaluation_runner import OfflineEvaluationRunner
 from offline_rl.algorithms.offline_policy_evaluation_runner import OfflinePolicyEvaluationRunner
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.resources import env_runner_cpus, side_by_side_options
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.pipeline.resources import env_runner_cpus, side_by_side_options
 from offline_rl.errors import ConfigError, TrainingError
 from offline_rl.names import ALL_MODULES, COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
 

@@ -11,8 +11,8 @@ import pyarrow as pa
 
 from offline_rl.algorithms.offline_evaluation_runner import OfflineEvaluationRunner
 from offline_rl.columns import Columns
-from offline_rl.data.logged_data import step_columns
-from offline_rl.data.prelearner import OfflinePreLearner
+from offline_rl.data.pipeline.logged_data import step_columns
+from offline_rl.data.prelearner.prelearner import OfflinePreLearner
 from offline_rl.errors import ConfigError
 from offline_rl.evaluation.off_policy import (
     ImportanceSampling,

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from offline_rl.core.learner_group import LearnerGroup
-from offline_rl.data.module_weights import numpy_state
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.resources import env_runner_cpus
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.pipeline.resources import env_runner_cpus
+from offline_rl.data.prelearner.module_weights import numpy_state
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.online_sampler import OnlineSampler
 from offline_rl.settings.sources import is_mixed, weighted_sources

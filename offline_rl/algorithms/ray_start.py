@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import ray
 
-from offline_rl.data.ray_data_logs import quiet_ray_data
+from offline_rl.data.ray.ray_data_logs import quiet_ray_data
 
 
 def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = (),

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from offline_rl.data.data_ledger import DROP_REASONS
+from offline_rl.data.prelearner.data_ledger import DROP_REASONS
 
 
 def mean_learner_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:

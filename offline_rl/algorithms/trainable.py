@@ -41,7 +41,7 @@ from offline_rl.algorithms.registry import (
     register_config_classes_with_tune,
     registered_algorithms,
 )
-from offline_rl.data.resources import AUTO, READ_TASK_CPUS, pool_range
+from offline_rl.data.pipeline.resources import AUTO, READ_TASK_CPUS, pool_range
 from offline_rl.errors import ResourceError, warn_at_caller
 from offline_rl.names import EVALUATION_RESULTS
 from offline_rl.placement import current_placement_group

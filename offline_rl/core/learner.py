@@ -6,7 +6,6 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ import torch.distributed as dist
 from connectors import NumpyToTensor
 from offline_rl.columns import Columns
 from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.core.loss_checks import NONFINITE_CAUSES, PER_ROW_COLUMNS
+from offline_rl.core.optimizer_spec import DEFAULT_OPTIMIZER, OptimizerSpec, learning_rate_key
 from offline_rl.core.schedules import learning_rate_at
 from offline_rl.core.state_file import load_state_file
 from offline_rl.core.tensor_memory import keep_freed_tensor_memory
@@ -25,53 +26,7 @@ from offline_rl.formats.shapes import row_shape
 from offline_rl.models.optimizers import adam
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
-from offline_rl.settings.learning_rates import LearningRate, is_schedule
-
-#: The name of the optimizer of a learner that has one.
-DEFAULT_OPTIMIZER = "default"
-#: RLlib's name of that optimizer, in the key of its learning rate
-#: (``default_optimizer_learning_rate``).
-RLLIB_DEFAULT_OPTIMIZER = "default_optimizer"
-#: Batch columns holding one number per row: each reaches the losses with shape ``(batch,)``.
-PER_ROW_COLUMNS = (Columns.REWARDS, Columns.TERMINATEDS, Columns.TRUNCATEDS,
-                   Columns.ACTION_LOGP, Columns.ACTION_PROB, Columns.VF_PREDS,
-                   Columns.ADVANTAGES, Columns.VALUE_TARGETS, Columns.LOSS_MASK, Columns.N_STEP)
-#: What a loss that became NaN or infinite most often comes from, for the message.
-NONFINITE_CAUSES = (
-    "a learning rate too high for the data (lower lr, or set grad_clip); rewards or "
-    "observations on a large scale (rescale the rewards; normalize the observations with "
-    "config.rl_module(model_config={'normalize_observations': True})); or NaN/inf in "
-    "columns the data checks do not cover (extra columns a custom connector reads)")
-
-
-def check_per_row(loss: str, rows: int, **tensors: torch.Tensor) -> None:
-    """Raises ``TrainingError`` unless every tensor holds one value per row (shape
-    ``(rows,)``): a loss calls it on the per-row terms it combines, so that one of another
-    shape is never broadcast (``(rows, 1) * (rows,)`` is ``(rows, rows)``).
-
-    Examples:
-        >>> try:
-        ...     check_per_row("policy_loss", 2, logp=torch.zeros(2), weights=torch.ones(2, 1))
-        ... except TrainingError as error:
-        ...     print(str(error)[:58])
-        policy_loss: weights has shape (2, 1), but the loss comput
-    """
-    for name, tensor in tensors.items():
-        if tuple(tensor.shape) != (rows,):
-            raise TrainingError(
-                f"{loss}: {name} has shape {tuple(tensor.shape)}, but the loss computes with one "
-                f"value per row, shape ({rows},); a custom module or loss returned it")
-
-
-def learning_rate_key(optimizer: str) -> str:
-    """The metric of ``optimizer``'s learning rate, in RLlib's form.
-
-    Examples:
-        >>> learning_rate_key(DEFAULT_OPTIMIZER), learning_rate_key("policy")
-        ('default_optimizer_learning_rate', 'policy_learning_rate')
-    """
-    name = RLLIB_DEFAULT_OPTIMIZER if optimizer == DEFAULT_OPTIMIZER else optimizer
-    return f"{name}_learning_rate"
+from offline_rl.settings.learning_rates import is_schedule
 
 
 def resolve_device(num_gpus_per_learner: float) -> torch.device:
@@ -85,17 +40,6 @@ def resolve_device(num_gpus_per_learner: float) -> torch.device:
             "'Installing a CUDA build of torch') or set config.learners(num_gpus_per_learner=0)."
         )
     return torch.device("cuda", torch.cuda.current_device())
-
-
-@dataclass
-class OptimizerSpec:
-    """One optimizer of a learner: the ``parameters`` it trains, its learning rate and its
-    gradient clipping (``None``: the config's ``grad_clip``)."""
-
-    parameters: list[torch.nn.Parameter]
-    #: A number, or a schedule ``[[timestep, lr], ...]`` (``offline_rl.core.schedules``).
-    lr: LearningRate
-    grad_clip: float | None = None
 
 
 class Learner:

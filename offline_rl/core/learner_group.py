@@ -14,10 +14,10 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.core.state_file import load_state_file
-from offline_rl.data.actors import kill_actors
-from offline_rl.data.data_config import DataConfig
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.resources import learner_cpus
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.pipeline.resources import learner_cpus
+from offline_rl.data.ray.actors import kill_actors
+from offline_rl.data.source.data_config import DataConfig
 from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
 from offline_rl.placement import check_fits, scheduling_options, usable_resources
 

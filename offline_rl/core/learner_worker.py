@@ -13,13 +13,13 @@ import torch
 import torch.distributed as dist
 
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.data.batch_stream import BatchStream, EpochBatches, StreamStats
-from offline_rl.data.data_config import DataConfig
-from offline_rl.data.mixed_data import MixedShard
-from offline_rl.data.mixed_stream import MixedStream
-from offline_rl.data.module_weights import WEIGHTS_VERSION, numpy_state
-from offline_rl.data.offline_data import OfflineData
-from offline_rl.data.online_rows import OnlineRows
+from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats
+from offline_rl.data.feed.mixed_stream import MixedStream
+from offline_rl.data.feed.online_rows import OnlineRows
+from offline_rl.data.pipeline.mixed_data import MixedShard
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.prelearner.module_weights import WEIGHTS_VERSION, numpy_state
+from offline_rl.data.source.data_config import DataConfig
 
 #: Seconds a learner waits for the others in a collective (joining, or their gradients while
 #: their data is still being read). A learner that dies is caught sooner by ``LearnerGroup``.
@@ -74,11 +74,7 @@ class LearnerWorker:
                                       config.offline_data.iter_batches_kwargs,
                                       config.debugging.seed)
             return
-        self.stream = BatchStream(lambda: source, EpochBatches(
-            batch_size=config.training.train_batch_size_per_learner,
-            iter_batches_kwargs=config.offline_data.iter_batches_kwargs,
-            seed=config.debugging.seed,
-            repeated=repeated_epochs)).start()
+        self.stream = Batching.of(config, repeated=repeated_epochs).stream(lambda: source)
 
     def mix_online(self, data_config: DataConfig, rank: int) -> None:
         """Mixes ``data_config.sampler_weight`` of online rows into every batch, from a

@@ -2,7 +2,7 @@
 
 A custom PreLearner's ``__call__`` may return ``{"batch": MultiAgentBatch(...)}`` as RLlib's
 do; offline-rl's pipeline takes the one module's ``SampleBatch`` out of it
-(``offline_rl.data.call_output``).
+(``offline_rl.data.prelearner.call_output``).
 
 Examples:
     >>> import numpy as np

@@ -11,7 +11,7 @@ import numpy as np
 import ray
 import torch
 
-from offline_rl.data.actors import kill_actors
+from offline_rl.data.ray.actors import kill_actors
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
 from offline_rl.evaluation.env_limits import EpisodeLimits, warn_cut
 from offline_rl.evaluation.rollout import EnvSpec

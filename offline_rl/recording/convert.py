@@ -49,7 +49,7 @@ from ray.data.grouped_data import GroupedData
 
 from offline_rl.codec import pack_episode_state
 from offline_rl.columns import Columns
-from offline_rl.data.input_files import (
+from offline_rl.data.source.input_files import (
     JSON_SUFFIXES,
     PARQUET_SUFFIXES,
     list_data_files,

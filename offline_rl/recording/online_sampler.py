@@ -46,8 +46,8 @@ from typing import Any
 import ray
 import torch
 
-from offline_rl.data.actors import kill_actors
-from offline_rl.data.resources import PIPELINE_CPUS
+from offline_rl.data.pipeline.resources import PIPELINE_CPUS
+from offline_rl.data.ray.actors import kill_actors
 from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
 from offline_rl.evaluation.rollout import make_env, rollout

@@ -10,9 +10,9 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
-from offline_rl.data.actors import kill_actors
-from offline_rl.data.io_context import IOContext
-from offline_rl.data.resources import env_runner_cpus
+from offline_rl.data.pipeline.resources import env_runner_cpus
+from offline_rl.data.ray.actors import kill_actors
+from offline_rl.data.source.io_context import IOContext
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.errors import ConfigError, OutputError, surface_errors
 from offline_rl.evaluation.action_wrappers import env_to_make

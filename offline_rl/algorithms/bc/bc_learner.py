@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, check_per_row
+from offline_rl.core.learner import Learner
+from offline_rl.core.loss_checks import check_per_row
 from offline_rl.names import POLICY_LOSS_KEY
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.td_config import (
     A_POLYAK_COEFFICIENT,
     NON_NEGATIVE,
@@ -21,6 +21,7 @@ from offline_rl.settings.options import (
     A_BOOL,
     AN_INT_AT_LEAST_0,
     AN_INT_AT_LEAST_1,
+    NotProvided,
     Rule,
     is_finite_number,
     option,

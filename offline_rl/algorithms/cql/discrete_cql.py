@@ -9,11 +9,11 @@ from typing import Any
 import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.dqn.exploration import acting_model_config, exploration_problem
 from offline_rl.algorithms.td_config import A_POLYAK_COEFFICIENT, NON_NEGATIVE, TDHyperparameters
 from offline_rl.models.rl_module_spec import RLModuleSpec
-from offline_rl.settings.options import option
+from offline_rl.settings.options import NotProvided, option
 
 #: The module discrete CQL trains: a Q-network (DQN's, with no dueling head) and its target copy.
 Q_MODULE = "offline_rl.models.dqn_module:DQNTorchRLModule"

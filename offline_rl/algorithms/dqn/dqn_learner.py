@@ -7,7 +7,9 @@ import torch
 
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import DEFAULT_OPTIMIZER, Learner, check_per_row
+from offline_rl.core.learner import Learner
+from offline_rl.core.loss_checks import check_per_row
+from offline_rl.core.optimizer_spec import DEFAULT_OPTIMIZER
 
 #: ``td_error_loss_fn``'s choices: the mean of each over the batch's TD errors.
 TD_ERROR_LOSSES = {"huber": torch.nn.functional.huber_loss,

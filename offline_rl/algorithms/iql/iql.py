@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.td_config import (
     A_POLYAK_COEFFICIENT,
     POSITIVE,
     TwinQHyperparameters,
 )
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
-from offline_rl.settings.options import finite_number, option
+from offline_rl.settings.options import NotProvided, finite_number, option
 
 #: The module IQL trains: the default policy plus twin Q-networks, targets and a V-network.
 ACTOR_CRITIC_MODULE = "offline_rl.models.actor_critic_module:ActorCriticTorchRLModule"

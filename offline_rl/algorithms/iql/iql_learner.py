@@ -7,7 +7,9 @@ import torch
 
 from offline_rl.algorithms.td_target import min_q, td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
+from offline_rl.core.learner import Learner
+from offline_rl.core.loss_checks import check_per_row
+from offline_rl.core.optimizer_spec import OptimizerSpec
 from offline_rl.names import POLICY_LOSS_KEY
 
 

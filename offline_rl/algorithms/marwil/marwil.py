@@ -16,10 +16,10 @@ from connectors import (
     GeneralAdvantageEstimation,
 )
 from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.td_config import A_DISCOUNT, NON_NEGATIVE, POSITIVE
 from offline_rl.settings.hyperparameters import Hyperparameters
-from offline_rl.settings.options import option
+from offline_rl.settings.options import NotProvided, option
 
 #: The module MARWIL trains: the default policy plus a state-value network.
 POLICY_VALUE_MODULE = "offline_rl.models.value_module:PolicyValueTorchRLModule"

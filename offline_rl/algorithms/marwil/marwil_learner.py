@@ -7,8 +7,9 @@ from typing import Any
 import torch
 
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, check_per_row
+from offline_rl.core.learner import Learner
 from offline_rl.core.learner_config import LearnerConfig
+from offline_rl.core.loss_checks import check_per_row
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.names import POLICY_LOSS_KEY, VF_LOSS_KEY
 

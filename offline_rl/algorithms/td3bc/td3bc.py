@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 
 from offline_rl.algorithms.algorithm import Algorithm
-from offline_rl.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 from offline_rl.algorithms.td_config import (
     A_POLYAK_COEFFICIENT,
     NON_NEGATIVE,
@@ -17,7 +17,7 @@ from offline_rl.algorithms.td_config import (
     TDHyperparameters,
 )
 from offline_rl.settings.learning_rates import LearningRate, learning_rate_problem
-from offline_rl.settings.options import AN_INT_AT_LEAST_1, option
+from offline_rl.settings.options import AN_INT_AT_LEAST_1, NotProvided, option
 
 #: The module TD3+BC trains: the actor-critic module plus a target copy of the policy.
 TD3BC_MODULE = "offline_rl.models.actor_critic_module:TargetPolicyActorCriticTorchRLModule"

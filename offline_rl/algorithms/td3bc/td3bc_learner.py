@@ -7,7 +7,9 @@ import torch
 
 from offline_rl.algorithms.td_target import td_target
 from offline_rl.columns import Columns
-from offline_rl.core.learner import Learner, OptimizerSpec, check_per_row
+from offline_rl.core.learner import Learner
+from offline_rl.core.loss_checks import check_per_row
+from offline_rl.core.optimizer_spec import OptimizerSpec
 
 
 class TD3BCTorchLearner(Learner):

@@ -1,0 +1,2 @@
+"""``OfflineData`` and its mix: the pipeline from files to learners, repeated epochs, statistics,
+sizing."""

@@ -1,0 +1,249 @@
+"""``MixedData``: the train batches of several offline sources mixed by weight.
+
+``offline_data(input_={path: weight, ...})`` (or the per-source list form, see
+``offline_rl.settings.sources``) makes the algorithm read a ``MixedData`` instead of an
+``OfflineData``. The design:
+
+- **One ``OfflineData`` per source**, built from the section with the source's path and its own
+  read options (``DataConfig.with_data_options``): each source is read, checked
+  (``check_input``, the first rows mapped in the driver) and mapped by PreLearners exactly as a
+  single input would be, in its own format. A check that fails names the source.
+- **Mixing at the iterator side** (``MixedStream``): each source streams epoch after epoch on
+  its own (a small source repeats while a large one streams on), and each train batch takes
+  rows from each source by largest remainder with carried error: source ``i``'s rows so far
+  stay within one row of ``w_i`` times all rows trained on (a batch of ``n`` rows holds
+  ``w_i * n`` give or take less than two). Memory is bounded by each source's stream buffer
+  (a few fetches of ``ROWS_PER_FETCH`` train batches), whatever the sizes of the sources.
+- **CPUs**: with ``materialize_mapped_data=True`` the sources are mapped one after the other,
+  each with the whole PreLearner pool, then read from the object store (no actors left). When
+  streamed, the sources' pipelines run side by side, each with ``1/N`` of the CPUs a single
+  pipeline holds (its PreLearner actor's and its read task's), so ``N`` sources fit where one
+  does.
+- **N learners**: each source's pipeline is ``streaming_split`` into ``num_learners`` shards,
+  and each learner mixes its shard of every source (``MixedShard``).
+- **Resume**: the mix's position (each source's ``StreamPosition``, the rows each gave, the
+  batches composed) is saved with the checkpoint; a resumed seeded run composes the same
+  batches.
+- A ``"sampler"`` entry takes its share of the weights; the offline sources share the rest in
+  their proportions (online experience is the sampler's to add).
+
+``MixedStream`` and ``mix_counts`` show the mixing itself; tests/test_mixing.py the whole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import ray
+import ray.data
+
+from offline_rl.data.feed.batch_stream import Batching, BatchStream
+from offline_rl.data.feed.mixed_stream import MixedStream, source_positions
+from offline_rl.data.pipeline.observation_statistics import ObservationStatistics
+from offline_rl.data.pipeline.offline_data import OfflineData
+from offline_rl.data.pipeline.resources import side_by_side_options
+from offline_rl.data.source.data_config import DataConfig, as_data_config
+from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
+from offline_rl.settings.sources import Source, is_mixed, weighted_sources
+
+
+def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]
+                      ) -> OfflineData:
+    """The data the algorithm trains on: a ``MixedData`` for a mixing ``input_``, else an
+    ``OfflineData``."""
+    config = as_data_config(config, spaces)
+    mixed = is_mixed(config.offline_data.input_)
+    return MixedData(config, spaces) if mixed else OfflineData(config, spaces)
+
+
+@dataclass
+class MixedShard:
+    """One learner's part of a mix: a ``streaming_split`` shard of each source, read as
+    ``MixedStream`` (``open``) by the learner it is sent to."""
+
+    shards: list[ray.data.DataIterator]
+    repeated: list[bool]
+    weights: list[float]
+    names: list[str]
+
+    def open(self, batch_size: int, iter_batches_kwargs: dict[str, Any],
+             seed: int | None) -> MixedStream:
+        """The started stream of mixed batches of this shard."""
+        streams = [Batching(batch_size, iter_batches_kwargs, seed, repeated).stream(
+            lambda shard=shard: shard) for shard, repeated in zip(self.shards, self.repeated)]
+        return MixedStream(streams, self.weights, self.names, seed=seed)
+
+
+class MixedDataset:
+    """What ``MixedData.build()`` returns: the sources' mapped datasets, split with
+    ``streaming_split`` into one ``MixedShard`` per learner."""
+
+    def __init__(self, mixed: MixedData):
+        self.mixed = mixed
+
+    def streaming_split(self, n: int, *, equal: bool = True,
+                        locality_hints: list[str] | None = None) -> list[MixedShard]:
+        """``n`` shards, each mixing one ``streaming_split`` shard of every source."""
+        per_source = [source.sample(return_iterator=True, num_shards=n,
+                                    locality_hints=locality_hints)
+                      for source in self.mixed.sources]
+        return [MixedShard([shards[rank] for shards in per_source],
+                           [source.repeats_epochs for source in self.mixed.sources],
+                           self.mixed.weights, self.mixed.names) for rank in range(n)]
+
+
+class MixedData(OfflineData):
+    """``OfflineData``'s interface over several sources (``sources``), mixed by weight."""
+
+    def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
+        self.config = config = as_data_config(config, spaces)
+        self.input_spaces = spaces
+        input_ = config.offline_data.input_
+        sources, _ = weighted_sources(input_)
+        offline = sum(source.weight for source in sources)
+        #: Each offline source's share of a train batch (the sampler's share left out).
+        self.weights = [source.weight / offline for source in sources]
+        self.names = [source.name for source in sources]
+        _warn_unless_normalized(input_)
+        self.sources = [self._open(source, len(sources)) for source in sources]
+        first = self.sources[0]
+        self.reads_episodes, self.needs_module = first.reads_episodes, first.needs_module
+        self.batch_size, self.prelearner_class = first.batch_size, first.prelearner_class
+        self.skipped_files = [skipped for source in self.sources
+                              for skipped in source.skipped_files]
+        self.data = self.dataset = self.stream = self.module_weights = None
+        self._read_data = self._pool_kwargs = self.learner_handles = self.locality_hints = None
+        self.shards = []
+        self._num_shards = 1
+
+    def _open(self, source: Source, count: int) -> OfflineData:
+        """The source's own ``OfflineData`` (its checks' errors name it)."""
+        options = self.config.offline_data
+        changes: dict[str, Any] = {"input_": source.input_, **source.options}
+        if count > 1 and not options.materialize_mapped_data:  # pipelines side by side
+            changes.update(side_by_side_options(
+                options.map_batches_kwargs,
+                changes.get("input_read_method_kwargs", options.input_read_method_kwargs), count))
+        try:
+            return OfflineData(self.config.with_data_options(**changes), self.input_spaces)
+        except OfflineRLError as error:
+            raise type(error)(f"source {source.name!r}: {error}") from None
+
+    def start(self, *, reserved_cpus: float = 0) -> MixedData:
+        """Starts every source's stream (materializing the sources one after the other first,
+        when ``materialize_mapped_data``) and mixes them; returns ``self``."""
+        self.stream = MixedStream([self._start(source, reserved_cpus) for source in self.sources],
+                                  self.weights, self.names, seed=self.config.debugging.seed)
+        return self
+
+    def _start(self, source: OfflineData, reserved_cpus: float) -> BatchStream:
+        with self.naming_damaged_files():
+            if self.config.offline_data.materialize_mapped_data:
+                source.build(reserved_cpus=reserved_cpus)
+            return source.start(reserved_cpus=reserved_cpus).stream
+
+    def build(self, *, reserved_cpus: float = 0, num_shards: int = 1) -> MixedDataset:
+        """Builds every source's pipeline (one after the other) for ``num_shards`` learners."""
+        self._num_shards = num_shards
+        with self.naming_damaged_files():
+            for source in self.sources:
+                source.build(reserved_cpus=reserved_cpus, num_shards=num_shards)
+        self.dataset = MixedDataset(self)
+        return self.dataset
+
+    @property
+    def repeats_epochs(self) -> bool:
+        """``False``: each source's stream decides for itself (see ``MixedShard``)."""
+        return False
+
+    def stream_position(self) -> dict[str, Any] | None:
+        """The mix's position (``MixedStream.position``), for a checkpoint."""
+        return None if self.stream is None else {"mix": self.stream.position()}
+
+    def resume_stream(self, saved: dict[str, Any]) -> None:
+        """Restarts every source's stream where ``stream_position()`` left it, and the mix."""
+        self.stream.stop()
+        if len(saved["mix"]["sources"]) != len(self.sources):
+            raise DataFormatError(f"the checkpoint's data position mixes "
+                                  f"{len(saved['mix']['sources'])} sources, this run "
+                                  f"{len(self.sources)}: {self.names}")
+        streams = []
+        for source, (position, stats) in zip(self.sources, source_positions(saved["mix"])):
+            source.stream = source.batching().stream(source._stream_source, start=position,
+                                                     stats=stats)
+            streams.append(source.stream)
+        self.stream = MixedStream(streams, self.weights, self.names,
+                                  seed=self.config.debugging.seed, position=saved["mix"])
+
+    @contextmanager
+    def naming_damaged_files(self) -> Iterator[None]:
+        """Each source's ``naming_damaged_files``."""
+        with ExitStack() as stack:
+            for source in self.sources:
+                stack.enter_context(source.naming_damaged_files())
+            yield
+
+    def observation_statistics(self) -> ObservationStatistics:
+        """The mean and std of the observations of the mix: each source's, weighted."""
+        stats = [source.observation_statistics() for source in self.sources]
+        mean = sum(weight * item.mean for weight, item in zip(self.weights, stats))
+        square = sum(weight * (item.std ** 2 + item.mean ** 2)
+                     for weight, item in zip(self.weights, stats))
+        return ObservationStatistics(count=sum(item.count for item in stats), mean=mean,
+                                     std=np.sqrt(np.maximum(square - mean ** 2, 0.0)))
+
+    def pipeline_stats(self) -> dict[str, Any]:
+        """Each source's ``pipeline_stats``, by name."""
+        return {"source_pipelines": {name: source.pipeline_stats()
+                                     for name, source in zip(self.names, self.sources)}}
+
+    def counts(self, *, wait: bool = False) -> dict[str, int]:
+        """The sources' counts, summed."""
+        totals: dict[str, int] = {}
+        for source in self.sources:
+            for reason, count in source.counts(wait=wait).items():
+                totals[reason] = totals.get(reason, 0) + count
+        return totals
+
+    def pool(self) -> dict[str, Any]:
+        """Each source's PreLearner pool (``OfflineData.pool``), by name."""
+        return {name: source.pool() for name, source in zip(self.names, self.sources)}
+
+    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> None:
+        """Hands the weights to every source's PreLearners."""
+        for source in self.sources:
+            source.publish_weights(weights, version)
+
+    def stop(self) -> None:
+        """Stops every source (their split coordinators first, on which the mix's streams
+        may wait), then the mix."""
+        for source in self.sources:
+            source.stop()
+        if self.stream is not None:
+            self.stream.stop()
+            self.stream = None
+        self.shards = []
+
+
+def _warn_unless_normalized(input_: Any) -> None:
+    """One ``UserWarning``, at the first caller outside offline-rl, when the weights do not
+    sum to 1: it names the shares they were divided into."""
+    sources, sampler = weighted_sources(input_)
+    weights = ([source.weight for source in sources]
+               + ([sampler] if sampler else []))
+    raw = (list(input_.values()) if isinstance(input_, dict)
+           else [item["weight"] for item in input_])
+    total = sum(float(weight) for weight in raw)
+    if math.isclose(total, 1.0, rel_tol=1e-9):
+        return
+    names = [source.name for source in sources] + (["sampler"] if sampler else [])
+    shares = ", ".join(f"{name!r}: {weight:.4g}" for name, weight in zip(names, weights))
+    shown = f"{total:g}" if math.isfinite(total) else "more than the largest float"
+    warn_at_caller(f"the input_ weights sum to {shown}, not 1: they were divided by "
+                   f"their sum, each source's share of a train batch is now {{{shares}}}")

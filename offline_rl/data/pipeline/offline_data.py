@@ -1,0 +1,390 @@
+"""``OfflineData``: the Ray Dataset of train batches one learner consumes."""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import ray
+import ray.data
+
+from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamPosition, StreamStats
+from offline_rl.data.feed.online_rows import check_online_rows_can_be_built
+from offline_rl.data.pipeline.observation_statistics import (
+    ObservationStatistics,
+    observation_statistics,
+)
+from offline_rl.data.pipeline.pipeline_stats import ExecutionFigures
+from offline_rl.data.pipeline.repeated_epochs import EpochsPreLearner, plan_epochs
+from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
+from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
+from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerTotals, open_book
+from offline_rl.data.prelearner.first_rows import check_first_rows
+from offline_rl.data.prelearner.module_weights import ModuleWeights
+from offline_rl.data.prelearner.prelearner import (
+    OfflinePreLearner,
+    map_batches_callable,
+    rows_per_call,
+)
+from offline_rl.data.ray.actors import kill_actors, kill_split_coordinators, wait_for_cpus
+from offline_rl.data.ray.stoppable_executions import materialize, stoppable
+from offline_rl.data.source.data_config import DataConfig, as_data_config, input_spaces
+from offline_rl.data.source.input_checks import check_input
+from offline_rl.data.source.input_locator import naming_damaged_files
+from offline_rl.data.source.input_reader import read_config, read_input
+from offline_rl.errors import ConfigError, DataFormatError, surface_errors
+from offline_rl.placement import (
+    available_cpus,
+    keep_ray_data_in_placement_group,
+    usable_resources,
+)
+
+#: Seconds ``stop()`` waits for the PreLearners' CPUs to come back (others may take them).
+RELEASE_WAIT_S = 5.0
+
+
+class OfflineData(RLlibDataAttributes):
+    """Reads the input with Ray Data, maps it through an actor pool of PreLearners, and streams
+    train batches of exactly ``train_batch_size_per_learner`` rows, epoch after epoch.
+
+    Construction checks local Parquet input (paths, columns, observation shape) without starting
+    any Ray work. ``start()`` builds the pipeline in a background thread for one local learner,
+    so the caller can build its learner meanwhile; ``build()`` instead returns the dataset, for
+    remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
+    data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
+    it. Streamed otherwise: with ``materialize_data=True`` too, one Ray Data execution maps
+    many epochs with the same PreLearner actors (``repeats_epochs``); else each epoch is an
+    execution of its own. When the learner connector ``needs_module``, the learners
+    ``publish_weights`` for the PreLearners.
+
+    ``sample()`` is what the learners read: a subclass selected with
+    ``offline_data(offline_data_class=...)`` may override ``__init__`` (e.g. to read and decode
+    its own files) and ``sample`` (RLlib's signature: ``num_samples``, ``return_iterator``,
+    ``num_shards``); Ray is running by the time a subclass is built.
+
+    Examples:
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> config = (BCConfig().training(train_batch_size_per_learner=256)
+        ...           .offline_data(input_=str(cartpole_data)))
+        >>> data = OfflineData(config, (gym.spaces.Box(-5, 5, (4,), np.float32),
+        ...                             gym.spaces.Discrete(2))).start()
+        >>> data.sample()["obs"].shape
+        (256, 4)
+        >>> data.stop()
+    """
+
+    def __init__(self, config: DataConfig | Any,
+                 spaces: tuple[gym.Space | None, gym.Space | None] | None = None):
+        spaces = input_spaces(config, spaces)
+        self.config = config = as_data_config(config, spaces)
+        options = config.offline_data
+        #: The data's observation and action spaces (``(None, None)`` when neither the config
+        #: nor its env gives them: the input is then read, but not mapped).
+        self.input_spaces = spaces
+        checked = check_input(config, spaces[0])
+        self.filesystem, self.paths = checked.filesystem, checked.paths
+        #: What Ray Data reads: the files listed and checked here (``CheckedInput.files``).
+        self.files = checked.files
+        #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
+        self.skipped_files = checked.skipped_files
+        #: The columns every input file holds, when some hold more (``None``: all the same).
+        self.input_columns = checked.columns
+        self.reads_episodes = config.reads_episodes
+        self.prelearner_class = config.prelearner_class or OfflinePreLearner
+        self.batch_size = config.training.train_batch_size_per_learner
+        self.needs_module = config.build_learner_connector(*spaces).needs_module
+        if (options.input_read_method == "read_parquet" and not options.input_read_sample_batches
+                and self.has_spaces and not self.needs_module):
+            check_first_rows(config, spaces, self.prelearner_class, self.paths, self.filesystem)
+        if self.needs_module and options.materialize_mapped_data:
+            raise ConfigError(
+                "the learner connector needs the current module (a piece with "
+                "needs_module=True), but materialize_mapped_data=True would map the data once "
+                "with the first weights and train on those stale batches forever. Set "
+                "config.offline_data(materialize_mapped_data=False)")
+        if config.sampler_weight:
+            check_online_rows_can_be_built(self.needs_module, self.prelearner_class)
+        self.module_weights: ray.actor.ActorHandle | None = None
+        #: The dataset a subclass's ``__init__`` set as ``data`` (``None``: the input is read
+        #: with ``input_read_method``).
+        self._given_data: ray.data.Dataset | None = None
+        self._read_data: ray.data.Dataset | None = None
+        #: What RLlib's ``Algorithm`` gives its ``OfflineData``: the learners (the local
+        #: ``Learner``, or the remote learners' actor handles) and the remote learners' nodes.
+        self.learner_handles: list[Any] | None = None
+        self.locality_hints: list[str] | None = None
+        #: The PreLearner pool's ``map_batches`` keywords, once sized (``_prepare``).
+        self._pool_kwargs: dict[str, Any] | None = None
+        self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
+        self.stream: BatchStream | None = None
+        #: The ``streaming_split`` shards read: one per remote learner, or this process's
+        #: learner's one when ``repeats_epochs``.
+        self.shards: list[ray.data.DataIterator] = []
+        self._book: LedgerBook | None = None
+        self._totals: LedgerTotals | None = None
+        self._figures = ExecutionFigures()
+        #: The materialized input cut into parts of one PreLearner call, when
+        #: ``repeats_epochs``, and the mean bytes of a part.
+        self._parts: list[ray.ObjectRef] = []
+        #: The learners the mapped data is split between (``build``'s ``num_shards``).
+        self._num_shards = 1
+        self._part_bytes = 0.0
+        #: The seed of the plan's orders: the run's, else a fresh random one.
+        seed = config.debugging.seed
+        self._plan_seed = seed if seed is not None else secrets.randbits(63)
+
+    @property
+    def data(self) -> ray.data.Dataset:
+        """The input as read, before the PreLearners (RLlib's ``OfflineData.data``): read with
+        ``input_read_method`` on first use (lazily, as Ray Data reads), unless a subclass's
+        ``__init__`` set its own dataset here."""
+        if self._read_data is None:
+            self._read_data = self._source()
+        return self._read_data
+
+    @data.setter
+    def data(self, dataset: ray.data.Dataset | None) -> None:
+        self._given_data = dataset
+
+    @property
+    def has_spaces(self) -> bool:
+        """Whether the data's spaces are known (needed to map it)."""
+        return None not in self.input_spaces
+
+    def start(self, *, reserved_cpus: float = 0) -> OfflineData:
+        """Sizes the PreLearner pool for the cluster, leaving ``reserved_cpus`` to the run's
+        other actors, and starts streaming to this process's learner; returns ``self``."""
+        if self._book is None:  # else ``build()`` prepared it (and may have materialized)
+            self._prepare(reserved_cpus)
+        self.stream = self.batching().stream(self._stream_source)
+        return self
+
+    def wait_for_data(self) -> None:
+        """Returns once the stream ``start()`` opened has its first batch (its mapped data
+        materialized, when so configured) or has failed; at once without a stream."""
+        if self.stream is not None:
+            self.stream.wait_for_data()
+
+    def _stream_source(self) -> ray.data.Dataset | Callable[[int], ray.data.DataIterator]:
+        """What the stream reads (in its thread): the mapped dataset, built if not yet; when
+        ``repeats_epochs``, the function planning a pass from a given epoch on
+        (``_shard_from``), so that a resumed stream gets the orders it would have had."""
+        if self.repeats_epochs:
+            return self._shard_from
+        return self.dataset if self.dataset is not None else self.build_mapped_dataset()
+
+    def _shard_from(self, first_epoch: int) -> ray.data.DataIterator:
+        """The plan from ``first_epoch`` on as one ``streaming_split`` shard: Ray Data's
+        executor, busy for the whole plan, then runs in its split coordinator actor instead of
+        contending with this process's learner for the GIL."""
+        self.shards = self.build_mapped_dataset(first_epoch).streaming_split(1)
+        return self.shards[0]
+
+    def batching(self) -> Batching:
+        """How this learner's stream cuts its batches."""
+        return Batching.of(self.config, repeated=self.repeats_epochs)
+
+    @property
+    def repeats_epochs(self) -> bool:
+        """Whether one Ray Data execution streams many epochs (``repeated_epochs``): when the
+        mapped data is streamed, the raw input materialized, one learner reads it (a
+        ``streaming_split`` shard would hold whole epochs of the plan, one Ray Data block
+        spanning several), and ``iter_batches_kwargs`` ask for no local shuffle buffer (which
+        would mix the epochs; the plan shuffles instead)."""
+        options = self.config.offline_data
+        return (options.materialize_data and not options.materialize_mapped_data
+                and self._num_shards == 1
+                and not options.iter_batches_kwargs.get("local_shuffle_buffer_size"))
+
+    def stream_position(self) -> dict[str, Any] | None:
+        """This learner's ``StreamPosition`` and epochs, for a checkpoint (or ``None``)."""
+        if self.stream is None:
+            return None
+        stats = self.stream.stats
+        return {**dataclasses.asdict(self.stream.position()),
+                "epochs_completed": stats.epochs_completed, "epoch_rows": list(stats.epoch_rows)}
+
+    def resume_stream(self, saved: dict[str, Any]) -> None:
+        """Restarts the stream ``start()`` opened at what ``stream_position()`` returned: the
+        next batch holds the rows the checkpointed run would have trained on next (exactly so
+        with a seed, whose pipeline keeps its order)."""
+        self.stream.stop()
+        position = StreamPosition(saved["epoch"], saved["rows"], saved["ended"])
+        stats = StreamStats(epochs_completed=saved["epochs_completed"],
+                            epoch_rows=list(saved["epoch_rows"]))
+        self.stream = self.batching().stream(self._stream_source, start=position, stats=stats)
+
+    def build(self, *, reserved_cpus: float = 0, num_shards: int = 1) -> ray.data.Dataset:
+        """Builds the pipeline for ``num_shards`` remote learners, leaving ``reserved_cpus`` to
+        them; they each iterate one ``streaming_split`` shard of it with ``epoch_batches``."""
+        self._num_shards = num_shards
+        self._prepare(reserved_cpus)
+        return self.build_mapped_dataset()
+
+    def _prepare(self, reserved_cpus: float) -> None:
+        if not self.has_spaces:
+            raise ConfigError(
+                "OfflineData cannot map the input without the data's spaces: set "
+                "config.environment(env=...) or both observation_space= and action_space=")
+        keep_ray_data_in_placement_group()
+        self._pool_kwargs = prelearner_pool_kwargs(
+            self.config.offline_data.map_batches_kwargs, usable_resources(),
+            reserved_cpus=reserved_cpus)
+        self._book = open_book()
+        self._totals = LedgerTotals(self._book)
+        if self.needs_module:
+            self.module_weights = ModuleWeights.remote()
+
+    def build_mapped_dataset(self, first_epoch: int = 0) -> ray.data.Dataset:
+        """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
+        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran). When
+        ``repeats_epochs``, instead the plan of many epochs from ``first_epoch`` on
+        (``plan_epochs``), the input read and materialized in parts the first time."""
+        config = self.config
+        if self.repeats_epochs:
+            if not self._parts:
+                self._materialize_parts()
+            self.dataset = plan_epochs(
+                self._parts, first_epoch=first_epoch, plan_seed=self._plan_seed,
+                part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
+                prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
+            return self.dataset
+        source = self._source()
+        mapper, batch_format = map_batches_callable(self.prelearner_class)
+        dataset = source.map_batches(
+            mapper,
+            batch_size=rows_per_call(self.config),
+            batch_format=batch_format,
+            fn_constructor_kwargs=self._prelearner_kwargs(),
+            **self._pool_kwargs,
+        )
+        self.dataset = (materialize(dataset) if config.offline_data.materialize_mapped_data
+                        else stoppable(dataset))
+        return self.dataset
+
+    def _prelearner_kwargs(self) -> dict[str, Any]:
+        return {"config": self.config, "spaces": self.input_spaces, "ledger": self._book,
+                "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
+                **self.config.offline_data.prelearner_kwargs}
+
+    def _materialize_parts(self) -> None:
+        """Reads the input (or takes ``self.data``) into the object store, in blocks of one
+        PreLearner call (Ray Data's ``repartition``)."""
+        source = self._source(materialize_data=False)
+        raw = materialize(source.repartition(target_num_rows_per_block=rows_per_call(self.config)))
+        self._parts = raw.to_arrow_refs()
+        if not self._parts:
+            raise DataFormatError(f"the input {self.config.offline_data.input_} holds no rows")
+        self._part_bytes = raw.size_bytes() / len(self._parts)
+
+    def observation_statistics(self) -> ObservationStatistics:
+        """The mean and std of the observations the learners train on, computed from the
+        input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
+        with self.naming_damaged_files():
+            source = self._source()
+            return observation_statistics(source, self.config, self.input_spaces,
+                                          self.prelearner_class, rows_per_call(self.config))
+
+    def _source(self, **changes: Any) -> ray.data.Dataset:
+        """The input as read: the dataset a subclass set as ``data``, else the files listed and
+        checked at the start (``read_input``), with ``changes`` to the data options."""
+        if self._given_data is not None:
+            return self._given_data
+        return read_input(read_config(self.config, self.input_columns).with_data_options(**changes),
+                          self.files)
+
+    @surface_errors
+    def sample(self, num_samples: int | None = None, return_iterator: bool = False,
+               num_shards: int = 1, *, stop_at_epoch_end: bool = False,
+               locality_hints: list[str] | None = None
+               ) -> dict[str, np.ndarray] | list[ray.data.DataIterator] | None:
+        """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
+        as a dict of numpy columns, from the stream ``start()`` opened (started now if not yet).
+        With ``stop_at_epoch_end``, ``None`` when the epoch ends first (see ``BatchStream``).
+        With ``return_iterator``, instead ``num_shards`` ``streaming_split`` shards of the
+        pipeline ``build()`` made (built now if not yet; the one ``start()``'s stream reads,
+        once it has), one per remote learner; ``num_shards=0``: one plain iterator of it, as
+        RLlib's for a local runner."""
+        with self.naming_damaged_files():
+            if return_iterator:
+                self.wait_for_data()
+                dataset = self.dataset if self.dataset is not None else self.build()
+                if num_shards < 1:
+                    return [dataset.iterator()]
+                self.shards = dataset.streaming_split(num_shards, equal=True,
+                                                      locality_hints=locality_hints)
+                return self.shards
+            if self.stream is None:
+                self.start()
+            return self.stream.next_batch(num_samples or self.batch_size,
+                                          stop_at_epoch_end=stop_at_epoch_end)
+
+    def naming_damaged_files(self) -> AbstractContextManager[None]:
+        """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
+        subclass gave, or a custom read method: their errors are left as they are)."""
+        method = self.config.offline_data.input_read_method
+        if self._given_data is not None or not isinstance(method, str):
+            return nullcontext()
+        return naming_damaged_files(self.paths, self.filesystem, method)
+
+    @property
+    def stats(self) -> StreamStats:
+        """What the stream to this process's learner did so far (epochs, rows, waits)."""
+        return self.stream.stats if self.stream is not None else StreamStats()
+
+    def pipeline_stats(self) -> dict[str, Any]:
+        """What Ray Data reports of the pipeline's execution (``ExecutionFigures``)."""
+        mapper = EpochsPreLearner if self.repeats_epochs else self.prelearner_class
+        return self._figures.of(self.dataset, self.shards, mapper.__name__)
+
+    def counts(self, *, wait: bool = False) -> dict[str, int]:
+        """What the PreLearners counted so far, by reason: data dropped (``DROP_REASONS``:
+        ``duplicate_episodes``, ``nonfinite_rows``, ..., and the input files skipped when
+        listed, ``skipped_files``) and data kept but noted
+        (``actions_out_of_bounds``). Never blocks, unless ``wait``: the latest totals that have
+        arrived (``LedgerTotals``)."""
+        counts = {} if self._totals is None else (
+            self._totals.now() if wait else self._totals.latest())
+        skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
+        return {**counts, **skipped}
+
+    def pool(self) -> dict[str, Any]:
+        """The PreLearner actor pool as sized for the cluster: ``min_size``, ``max_size`` and
+        the resources of each actor."""
+        kwargs = self._pool_kwargs
+        return {"min_size": getattr(kwargs["compute"], "min_size", None),
+                "max_size": getattr(kwargs["compute"], "max_size", None),
+                "num_cpus": kwargs["num_cpus"], "num_gpus": kwargs.get("num_gpus", 0)}
+
+    def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> None:
+        """Hands the learners' module weights (after ``version`` updates) to the PreLearners;
+        a no-op unless the learner connector ``needs_module``."""
+        if self.module_weights is not None:
+            ray.get(self.module_weights.publish.remote([ray.put(weights)], version))
+
+    def stop(self) -> None:
+        """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
+        (also those Ray Data would still be creating), its ledger book (closed), the module
+        weights and the ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``)
+        until the PreLearners' CPUs are free again."""
+        kill_split_coordinators(self.shards)  # first: the stream may wait on one
+        self.shards = []
+        if self.stream is not None:
+            self.stream.stop()
+            self.stream = None
+        if self._book is not None:
+            prelearners = self._totals.close()
+            free_before = available_cpus()
+            for actor in prelearners:  # Ray Data's actors: killed, never waited on
+                ray.kill(actor, no_restart=True)
+            kill_actors([self.module_weights] if self.module_weights else [])
+            held = len(prelearners) * float(self._pool_kwargs.get("num_cpus", 0))
+            wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
+            self._book = self.module_weights = None
+

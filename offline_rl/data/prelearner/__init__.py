@@ -1,0 +1,2 @@
+"""The PreLearner actor and its parts: rows and episodes admitted, values checked, episodes
+sampled, learner connectors run."""
