@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from offline_rl import Algorithm, DQNConfig
+from offline_rl import DQNConfig
 from offline_rl.algorithms.checkpoint import load_module
 from offline_rl.algorithms.dqn.dqn_learner import next_state_values
 from offline_rl.datasets import make_dataset
@@ -215,9 +215,6 @@ def test_dqn_learns_cartpole_from_random_play_and_checkpoints_its_policy(
     print(f"DQN on random CartPole play: return {returned} after 1500 updates, {seconds:.1f} s")
     assert returned > 150, returned  # the data's own policy returns about 22
     np.testing.assert_array_equal(load_module(checkpoint).compute_actions(obs), actions)
-    with Algorithm.from_checkpoint(checkpoint) as restored:
-        np.testing.assert_array_equal(restored.module.compute_actions(obs), actions)
-        assert restored.learner_group._local.learner.num_updates == 1500
 
 
 @pytest.mark.timeout(300)

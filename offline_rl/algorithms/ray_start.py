@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import ray
@@ -31,6 +31,16 @@ def start_ray(*, verbose: bool = False, import_meanwhile: Sequence[str] = (),
         started = _init_ray(verbose, num_cpus)
         imported.result()
     return started
+
+
+def after_each_ray_init(hook: Callable[[], None]) -> None:
+    """Runs ``hook`` after every later ``ray.init()`` in this process (added once), through
+    Ray's list of post-init hooks, the one Tune's own registry uses. Ray offers no public hook:
+    if a Ray release renames this one, importing offline-rl's Tune support fails here, and
+    ``test_tune`` with it."""
+    hooks = ray._private.worker._post_init_hooks
+    if hook not in hooks:
+        hooks.append(hook)
 
 
 def _init_ray(verbose: bool, num_cpus: int | None) -> bool:

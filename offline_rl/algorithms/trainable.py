@@ -36,6 +36,7 @@ import ray
 from ray import tune
 from ray.tune.registry import register_trainable
 
+from offline_rl.algorithms.ray_start import after_each_ray_init
 from offline_rl.algorithms.registry import (
     get_algorithm_config_class,
     register_config_classes_with_tune,
@@ -210,5 +211,4 @@ def register_with_tune() -> None:
 
 
 register_with_tune()
-# Ray's list of functions run after each ray.init(), the one Tune's own registry uses.
-ray._private.worker._post_init_hooks.append(register_with_tune)
+after_each_ray_init(register_with_tune)
