@@ -16,6 +16,7 @@ import ray
 from offline_rl import OfflineData
 from offline_rl.data.feed.batch_stream import STOP_WAIT_S, BatchStream
 from offline_rl.data.feed.epoch_batches import EpochBatches
+from offline_rl.data.pipeline.execution_plan import ExecutionPlan
 from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
 from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerClient, open_book
 from offline_rl.data.ray.actors import kill_actors
@@ -58,7 +59,7 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
                                     input_read_batch_size=5_000).debugging(seed=3)
     data = OfflineData(config, SPACES).start()
     try:
-        assert data.repeats_epochs
+        assert data.plan is ExecutionPlan.MANY_EPOCHS_PER_EXECUTION
         data.sample()
         prelearners = data._book.registered_actors()
         assert prelearners and all(isinstance(actor, ray.actor.ActorHandle)
@@ -96,6 +97,18 @@ class NoteRecorder:
 
     def received(self):
         return self.notes, self.claims
+
+
+def test_the_plan_is_chosen_for_the_configs_learners_and_other_learner_counts_are_refused(
+        bc_config):
+    streamed = bc_config.offline_data(materialize_data=True, materialize_mapped_data=False)
+    one = OfflineData(streamed, SPACES)
+    assert one.plan is ExecutionPlan.MANY_EPOCHS_PER_EXECUTION
+    with pytest.raises(ConfigError, match=r"many epochs per execution.*one learner.*"
+                                          r"learners\(num_learners=2\)"):
+        one.feeds(2)
+    two = OfflineData(streamed.learners(num_learners=2), SPACES)
+    assert two.plan is ExecutionPlan.STREAMED_PER_EPOCH
 
 
 def test_a_prelearner_notes_each_episode_once_and_the_totals_are_those_of_every_note(

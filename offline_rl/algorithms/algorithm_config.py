@@ -221,7 +221,8 @@ class AlgorithmConfig(ConfigBuilders):
             learner_pipeline=self.build_learner_connector(*spaces),
             rl_module_spec=self.get_rl_module_spec(*spaces),
             module_id=sections.multi_agent.pipeline_module(),
-            agent_ids=sections.multi_agent.agent_ids())
+            agent_ids=sections.multi_agent.agent_ids(),
+            num_learners=sections.learners.num_learners)
 
     def learner_config(self, module_spec: RLModuleSpec) -> LearnerConfig:
         """What the learners need: the ``training``, ``learners`` and hyperparameter sections,

@@ -18,11 +18,9 @@ from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.data.pipeline.resources import learner_cpus
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.data.source.data_config import DataConfig
-from offline_rl.errors import ConfigError, OfflineRLError, ResourceError
+from offline_rl.errors import OfflineRLError, ResourceError
 from offline_rl.placement import check_fits, scheduling_options, usable_resources
 
-#: The keywords of RLlib's ``OfflineData.sample``, all an override is sure to take.
-RLLIB_SAMPLE_KEYWORDS = ("num_samples", "return_iterator", "num_shards")
 #: Seconds to wait for the cluster to place the learners before giving up with an error.
 PLACEMENT_TIMEOUT_S = 60
 #: Seconds to wait, after a learner fails, for the others to report whether one of them died.
@@ -39,10 +37,10 @@ class LearnerGroup:
     ``num_learners=0``: one learner in this process, reading ``offline_data.sample()``.
     ``num_learners=N``: N ``LearnerWorker`` actors placed by a placement group
     (``placement_strategy``, with ``num_cpus_per_learner``/``num_gpus_per_learner`` each), each
-    consuming its own ``streaming_split`` shard (``offline_data.sample(return_iterator=True,
-    num_shards=N)``, created once, with the learners' nodes as locality hints) and averaging
-    gradients with ``torch.distributed``. ``train()`` returns one figures dict per learner. A
-    learner that dies raises ``LearnerDiedError`` naming it.
+    consuming its own ``streaming_split`` shard (``offline_data.feeds(N)``, created once, with
+    the learners' nodes as locality hints) and averaging gradients with ``torch.distributed``.
+    ``train()`` returns one figures dict per learner. A learner that dies raises
+    ``LearnerDiedError`` naming it.
 
     Examples:
         >>> import gymnasium as gym, numpy as np
@@ -72,10 +70,10 @@ class LearnerGroup:
         #: Optimizer steps taken so far.
         self.num_steps = 0
         if self.num_learners == 0:
-            _check_epoch_ends(offline_data, config.offline_data.dataset_num_iters_per_learner)
+            feed = offline_data.feeds(0)[0]
             offline_data.start(reserved_cpus=reserved_cpus)
             self._local = LearnerWorker(config)
-            self._local.attach(offline_data)
+            self._local.attach(feed)
             offline_data.learner_handles = [self._local.learner]
         else:
             self._module = module_spec.build()
@@ -120,14 +118,11 @@ class LearnerGroup:
                                   **options[rank]).remote(config)
             for rank in range(n)
         ]
-        self.offline_data.build(reserved_cpus=n * cpus + reserved_cpus, num_shards=n)
+        self.offline_data.build(reserved_cpus=n * cpus + reserved_cpus)
         self.offline_data.learner_handles = list(self._actors)
         self.offline_data.locality_hints = self._call_all("node_id")
-        shards = _call_sample(self.offline_data, return_iterator=True, num_shards=n,
-                              locality_hints=self.offline_data.locality_hints)
-        repeated = self.offline_data.repeats_epochs
-        self._wait([actor.attach.remote(shard, repeated_epochs=repeated)
-                    for actor, shard in zip(self._actors, shards)])
+        feeds = self.offline_data.feeds(n, locality_hints=self.offline_data.locality_hints)
+        self._wait([actor.attach.remote(feed) for actor, feed in zip(self._actors, feeds)])
         if n > 1:
             address = self._wait([self._actors[0].free_address.remote()])[0]
             self._wait([actor.join_process_group.remote(address, rank, n)
@@ -275,25 +270,3 @@ class LearnerGroup:
     def _kill_actors(self) -> None:
         kill_actors(self._actors)
         self._actors = []
-
-
-def _call_sample(offline_data: OfflineData, **kwargs: Any) -> Any:
-    """``offline_data.sample(**kwargs)``; an overridden ``sample`` (RLlib's signature) gets
-    only RLlib's keywords."""
-    if _overrides_sample(offline_data):
-        kwargs = {name: value for name, value in kwargs.items() if name in RLLIB_SAMPLE_KEYWORDS}
-    return offline_data.sample(**kwargs)
-
-
-def _check_epoch_ends(offline_data: OfflineData, planned: int | None) -> None:
-    """One epoch per iteration (``dataset_num_iters_per_learner=None``) needs offline-rl's
-    ``sample()``, which says where an epoch ends."""
-    if planned is None and _overrides_sample(offline_data):
-        raise ConfigError(
-            f"{type(offline_data).__name__} overrides sample(), which cannot say where an epoch "
-            "ends, so a training iteration cannot run one epoch; set "
-            "config.offline_data(dataset_num_iters_per_learner=<updates per iteration>)")
-
-
-def _overrides_sample(offline_data: OfflineData) -> bool:
-    return type(offline_data).sample is not OfflineData.sample

@@ -13,11 +13,9 @@ import torch
 import torch.distributed as dist
 
 from offline_rl.core.learner_config import LearnerConfig
-from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats
-from offline_rl.data.feed.mixed_stream import MixedStream
+from offline_rl.data.feed.batch_stream import StreamStats
+from offline_rl.data.feed.learner_feed import FeedStream, LearnerFeed
 from offline_rl.data.feed.online_rows import OnlineRows
-from offline_rl.data.pipeline.mixed_data import MixedShard
-from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.data.prelearner.module_weights import WEIGHTS_VERSION, numpy_state
 from offline_rl.data.source.data_config import DataConfig
 
@@ -30,21 +28,20 @@ class LearnerWorker:
     """Runs ``dataset_num_iters_per_learner`` updates (``None``: one epoch of its data) per
     ``train()`` and reports what it did.
 
-    ``LearnerGroup`` makes one in the driver (``num_learners=0``), reading
-    ``OfflineData.sample()``, or one per Ray actor, each fed by its own ``streaming_split``
-    shard and joined to a ``torch.distributed`` process group so all learners take the same
-    averaged step.
+    ``LearnerGroup`` makes one in the driver (``num_learners=0``), or one per Ray actor joined
+    to a ``torch.distributed`` process group so all learners take the same averaged step; each
+    trains on the ``LearnerFeed`` it is ``attach``ed to (``OfflineData.feeds``).
 
     Examples:
         >>> import gymnasium as gym, numpy as np
-        >>> from offline_rl import BCConfig
+        >>> from offline_rl import BCConfig, OfflineData
         >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
         ...           .training(train_batch_size_per_learner=256))
         >>> spaces = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
         >>> spec = config.get_rl_module_spec(*spaces)
         >>> worker = LearnerWorker(config.learner_config(spec))
         >>> data = OfflineData(config.data_config(spaces), spaces)
-        >>> worker.attach(data)
+        >>> worker.attach(data.feeds(0)[0])
         >>> worker.train()["num_updates"] > 10   # one epoch of about 20k rows
         True
         >>> worker.stop(); data.stop()
@@ -53,28 +50,15 @@ class LearnerWorker:
     def __init__(self, config: LearnerConfig):
         self.config = config
         self.learner = config.learner_class(config, config.module_spec)
-        self.data: OfflineData | None = None
-        self.stream: BatchStream | MixedStream | None = None
+        self.stream: FeedStream | None = None
         #: The online share of each batch (``input_`` mixing in ``"sampler"``), else ``None``.
         self.online: OnlineRows | None = None
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
-    def attach(self, source: OfflineData | ray.data.DataIterator | MixedShard, *,
-               repeated_epochs: bool = False) -> None:
-        """Trains on ``source``: ``OfflineData`` in this process (read with its ``sample()``,
-        which a subclass may override), or a shard to stream epochs of (many epochs in one
-        pass when ``repeated_epochs``: see ``EpochBatches``)."""
-        if isinstance(source, OfflineData):
-            self.data = source
-            return
-        config = self.config
-        if isinstance(source, MixedShard):
-            self.stream = source.open(config.training.train_batch_size_per_learner,
-                                      config.offline_data.iter_batches_kwargs,
-                                      config.debugging.seed)
-            return
-        self.stream = Batching.of(config, repeated=repeated_epochs).stream(lambda: source)
+    def attach(self, feed: LearnerFeed) -> None:
+        """Trains on the batches of ``feed``, opened here."""
+        self.stream = feed.open()
 
     def mix_online(self, data_config: DataConfig, rank: int) -> None:
         """Mixes ``data_config.sampler_weight`` of online rows into every batch, from a
@@ -88,24 +72,17 @@ class LearnerWorker:
 
     def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
         if self.online is None:
-            return self._next_offline_batch(num_rows, stop_at_epoch_end)
+            return self.stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
         online_rows = self.online.num_rows(num_rows)
-        batch = self._next_offline_batch(num_rows - online_rows, stop_at_epoch_end)
+        batch = self.stream.next_batch(num_rows - online_rows,
+                                       stop_at_epoch_end=stop_at_epoch_end)
         return None if batch is None else self.online.mixed_into(batch, online_rows,
                                                                  self.num_steps)
-
-    def _next_offline_batch(self, num_rows: int, stop_at_epoch_end: bool
-                            ) -> dict[str, Any] | None:
-        if self.data is None:
-            return self.stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
-        if stop_at_epoch_end:  # only then: RLlib's sample() signature lacks the keyword
-            return self.data.sample(num_rows, stop_at_epoch_end=True)
-        return self.data.sample(num_rows)
 
     @property
     def stats(self) -> StreamStats:
         """What this learner's data stream did so far."""
-        return self.data.stats if self.data is not None else self.stream.stats
+        return self.stream.stats
 
     def train(self) -> dict[str, Any]:
         """One iteration: updates until the planned count (or the epoch's end) and, with other
@@ -192,9 +169,8 @@ class LearnerWorker:
         self.num_steps = self.learner.num_updates = num_steps
 
     def stop(self) -> None:
-        """Stops its shard's stream (``OfflineData`` is its owner's to stop) and leaves the
+        """Stops its feed's stream (``OfflineData`` is its owner's to stop) and leaves the
         process group."""
-        self.data = None
         if self.stream is not None:
             self.stream.stop()
             self.stream = None

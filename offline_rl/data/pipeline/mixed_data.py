@@ -20,7 +20,7 @@
   pipeline holds (its PreLearner actor's and its read task's), so ``N`` sources fit where one
   does.
 - **N learners**: each source's pipeline is ``streaming_split`` into ``num_learners`` shards,
-  and each learner mixes its shard of every source (``MixedShard``).
+  and each learner mixes its shard of every source (``MixedFeed``).
 - **Resume**: the mix's position (each source's ``StreamPosition``, the rows each gave, the
   batches composed) is saved with the checkpoint; a resumed seeded run composes the same
   batches.
@@ -35,15 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import ray
-import ray.data
 
-from offline_rl.data.feed.batch_stream import Batching, BatchStream
+from offline_rl.data.feed.batch_stream import BatchStream
+from offline_rl.data.feed.learner_feed import LearnerFeed, MixedFeed
 from offline_rl.data.feed.mixed_stream import MixedStream, source_positions
 from offline_rl.data.pipeline.observation_statistics import ObservationStatistics
 from offline_rl.data.pipeline.offline_data import OfflineData
@@ -62,40 +60,17 @@ def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Spa
     return MixedData(config, spaces) if mixed else OfflineData(config, spaces)
 
 
-@dataclass
-class MixedShard:
-    """One learner's part of a mix: a ``streaming_split`` shard of each source, read as
-    ``MixedStream`` (``open``) by the learner it is sent to."""
-
-    shards: list[ray.data.DataIterator]
-    repeated: list[bool]
-    weights: list[float]
-    names: list[str]
-
-    def open(self, batch_size: int, iter_batches_kwargs: dict[str, Any],
-             seed: int | None) -> MixedStream:
-        """The started stream of mixed batches of this shard."""
-        streams = [Batching(batch_size, iter_batches_kwargs, seed, repeated).stream(
-            lambda shard=shard: shard) for shard, repeated in zip(self.shards, self.repeated)]
-        return MixedStream(streams, self.weights, self.names, seed=seed)
-
-
 class MixedDataset:
     """What ``MixedData.build()`` returns: the sources' mapped datasets, split with
-    ``streaming_split`` into one ``MixedShard`` per learner."""
+    ``streaming_split`` into one ``MixedFeed`` per learner."""
 
     def __init__(self, mixed: MixedData):
         self.mixed = mixed
 
     def streaming_split(self, n: int, *, equal: bool = True,
-                        locality_hints: list[str] | None = None) -> list[MixedShard]:
-        """``n`` shards, each mixing one ``streaming_split`` shard of every source."""
-        per_source = [source.sample(return_iterator=True, num_shards=n,
-                                    locality_hints=locality_hints)
-                      for source in self.mixed.sources]
-        return [MixedShard([shards[rank] for shards in per_source],
-                           [source.repeats_epochs for source in self.mixed.sources],
-                           self.mixed.weights, self.mixed.names) for rank in range(n)]
+                        locality_hints: list[str] | None = None) -> list[LearnerFeed]:
+        """``n`` feeds, each mixing one ``streaming_split`` shard of every source."""
+        return self.mixed.feeds(n, locality_hints=locality_hints)
 
 
 class MixedData(OfflineData):
@@ -120,7 +95,6 @@ class MixedData(OfflineData):
         self.data = self.dataset = self.stream = self.module_weights = None
         self._read_data = self._pool_kwargs = self.learner_handles = self.locality_hints = None
         self.shards = []
-        self._num_shards = 1
 
     def _open(self, source: Source, count: int) -> OfflineData:
         """The source's own ``OfflineData`` (its checks' errors name it)."""
@@ -148,19 +122,26 @@ class MixedData(OfflineData):
                 source.build(reserved_cpus=reserved_cpus)
             return source.start(reserved_cpus=reserved_cpus).stream
 
-    def build(self, *, reserved_cpus: float = 0, num_shards: int = 1) -> MixedDataset:
-        """Builds every source's pipeline (one after the other) for ``num_shards`` learners."""
-        self._num_shards = num_shards
+    def build(self, *, reserved_cpus: float = 0) -> MixedDataset:
+        """Builds every source's pipeline (one after the other) for remote learners."""
         with self.naming_damaged_files():
             for source in self.sources:
-                source.build(reserved_cpus=reserved_cpus, num_shards=num_shards)
+                source.build(reserved_cpus=reserved_cpus)
         self.dataset = MixedDataset(self)
         return self.dataset
 
-    @property
-    def repeats_epochs(self) -> bool:
-        """``False``: each source's stream decides for itself (see ``MixedShard``)."""
-        return False
+    def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
+              ) -> list[LearnerFeed]:
+        """As ``OfflineData.feeds``; for remote learners, each a ``MixedFeed`` of one feed of
+        every source (each source's own plan decides how it streams)."""
+        if num_learners == 0:
+            return super().feeds(0)
+        if self.dataset is None:
+            self.build()
+        per_source = [source.feeds(num_learners, locality_hints=locality_hints)
+                      for source in self.sources]
+        return [MixedFeed(list(feeds), self.weights, self.names, self.config.debugging.seed)
+                for feeds in zip(*per_source)]
 
     def stream_position(self) -> dict[str, Any] | None:
         """The mix's position (``MixedStream.position``), for a checkpoint."""

@@ -14,15 +14,18 @@ import ray
 import ray.data
 
 from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamPosition, StreamStats
+from offline_rl.data.feed.learner_feed import LearnerFeed, SampleFeed, ShardFeed
 from offline_rl.data.feed.online_rows import check_online_rows_can_be_built
+from offline_rl.data.pipeline.execution_plan import ExecutionPlan
 from offline_rl.data.pipeline.observation_statistics import (
     ObservationStatistics,
     observation_statistics,
 )
 from offline_rl.data.pipeline.pipeline_stats import ExecutionFigures
-from offline_rl.data.pipeline.repeated_epochs import EpochsPreLearner, plan_epochs
+from offline_rl.data.pipeline.repeated_epochs import EpochsPreLearner, InputParts, plan_epochs
 from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
 from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
+from offline_rl.data.pipeline.sample_calls import call_sample, check_epoch_ends
 from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerTotals, open_book
 from offline_rl.data.prelearner.first_rows import check_first_rows
 from offline_rl.data.prelearner.module_weights import ModuleWeights
@@ -37,7 +40,7 @@ from offline_rl.data.source.data_config import DataConfig, as_data_config, input
 from offline_rl.data.source.input_checks import check_input
 from offline_rl.data.source.input_locator import naming_damaged_files
 from offline_rl.data.source.input_reader import read_config, read_input
-from offline_rl.errors import ConfigError, DataFormatError, surface_errors
+from offline_rl.errors import ConfigError, surface_errors
 from offline_rl.placement import (
     available_cpus,
     keep_ray_data_in_placement_group,
@@ -53,14 +56,11 @@ class OfflineData(RLlibDataAttributes):
     train batches of exactly ``train_batch_size_per_learner`` rows, epoch after epoch.
 
     Construction checks local Parquet input (paths, columns, observation shape) without starting
-    any Ray work. ``start()`` builds the pipeline in a background thread for one local learner,
-    so the caller can build its learner meanwhile; ``build()`` instead returns the dataset, for
-    remote learners to split. With ``materialize_mapped_data=True`` (the default) the mapped
-    data is kept in Ray's object store after the first pass, and later epochs only re-shuffle
-    it. Streamed otherwise: with ``materialize_data=True`` too, one Ray Data execution maps
-    many epochs with the same PreLearner actors (``repeats_epochs``); else each epoch is an
-    execution of its own. When the learner connector ``needs_module``, the learners
-    ``publish_weights`` for the PreLearners.
+    any Ray work, and chooses the ``ExecutionPlan`` (``plan``). ``start()`` builds the pipeline
+    in a background thread for one local learner, so the caller can build its learner
+    meanwhile; ``build()`` instead returns the dataset, for remote learners to split.
+    ``feeds(n)`` gives each learner its ``LearnerFeed``. When the learner connector
+    ``needs_module``, the learners ``publish_weights`` for the PreLearners.
 
     ``sample()`` is what the learners read: a subclass selected with
     ``offline_data(offline_data_class=...)`` may override ``__init__`` (e.g. to read and decode
@@ -98,6 +98,8 @@ class OfflineData(RLlibDataAttributes):
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         self.batch_size = config.training.train_batch_size_per_learner
+        #: How the pipeline runs its epochs, chosen now for the config's learners.
+        self.plan = ExecutionPlan.of(config)
         self.needs_module = config.build_learner_connector(*spaces).needs_module
         if (options.input_read_method == "read_parquet" and not options.input_read_sample_batches
                 and self.has_spaces and not self.needs_module):
@@ -124,17 +126,13 @@ class OfflineData(RLlibDataAttributes):
         self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
         self.stream: BatchStream | None = None
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
-        #: learner's one when ``repeats_epochs``.
+        #: learner's one when the plan repeats epochs.
         self.shards: list[ray.data.DataIterator] = []
         self._book: LedgerBook | None = None
         self._totals: LedgerTotals | None = None
         self._figures = ExecutionFigures()
-        #: The materialized input cut into parts of one PreLearner call, when
-        #: ``repeats_epochs``, and the mean bytes of a part.
-        self._parts: list[ray.ObjectRef] = []
-        #: The learners the mapped data is split between (``build``'s ``num_shards``).
-        self._num_shards = 1
-        self._part_bytes = 0.0
+        #: The materialized input, when the plan repeats epochs (read at the first build).
+        self._parts: InputParts | None = None
         #: The seed of the plan's orders: the run's, else a fresh random one.
         seed = config.debugging.seed
         self._plan_seed = seed if seed is not None else secrets.randbits(63)
@@ -172,10 +170,10 @@ class OfflineData(RLlibDataAttributes):
             self.stream.wait_for_data()
 
     def _stream_source(self) -> ray.data.Dataset | Callable[[int], ray.data.DataIterator]:
-        """What the stream reads (in its thread): the mapped dataset, built if not yet; when
-        ``repeats_epochs``, the function planning a pass from a given epoch on
+        """What the stream reads (in its thread): the mapped dataset, built if not yet; when the
+        plan repeats epochs, the function planning a pass from a given epoch on
         (``_shard_from``), so that a resumed stream gets the orders it would have had."""
-        if self.repeats_epochs:
+        if self.plan.repeats_epochs:
             return self._shard_from
         return self.dataset if self.dataset is not None else self.build_mapped_dataset()
 
@@ -188,19 +186,7 @@ class OfflineData(RLlibDataAttributes):
 
     def batching(self) -> Batching:
         """How this learner's stream cuts its batches."""
-        return Batching.of(self.config, repeated=self.repeats_epochs)
-
-    @property
-    def repeats_epochs(self) -> bool:
-        """Whether one Ray Data execution streams many epochs (``repeated_epochs``): when the
-        mapped data is streamed, the raw input materialized, one learner reads it (a
-        ``streaming_split`` shard would hold whole epochs of the plan, one Ray Data block
-        spanning several), and ``iter_batches_kwargs`` ask for no local shuffle buffer (which
-        would mix the epochs; the plan shuffles instead)."""
-        options = self.config.offline_data
-        return (options.materialize_data and not options.materialize_mapped_data
-                and self._num_shards == 1
-                and not options.iter_batches_kwargs.get("local_shuffle_buffer_size"))
+        return Batching.of(self.config, repeated=self.plan.repeats_epochs)
 
     def stream_position(self) -> dict[str, Any] | None:
         """This learner's ``StreamPosition`` and epochs, for a checkpoint (or ``None``)."""
@@ -220,10 +206,9 @@ class OfflineData(RLlibDataAttributes):
                             epoch_rows=list(saved["epoch_rows"]))
         self.stream = self.batching().stream(self._stream_source, start=position, stats=stats)
 
-    def build(self, *, reserved_cpus: float = 0, num_shards: int = 1) -> ray.data.Dataset:
-        """Builds the pipeline for ``num_shards`` remote learners, leaving ``reserved_cpus`` to
-        them; they each iterate one ``streaming_split`` shard of it with ``epoch_batches``."""
-        self._num_shards = num_shards
+    def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
+        """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; each
+        reads one ``streaming_split`` shard of it (``feeds``)."""
         self._prepare(reserved_cpus)
         return self.build_mapped_dataset()
 
@@ -243,16 +228,17 @@ class OfflineData(RLlibDataAttributes):
 
     def build_mapped_dataset(self, first_epoch: int = 0) -> ray.data.Dataset:
         """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
-        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran). When
-        ``repeats_epochs``, instead the plan of many epochs from ``first_epoch`` on
+        configured), kept as ``self.dataset`` (its ``stats()`` show what Ray Data ran). When the
+        plan repeats epochs, instead the plan of many epochs from ``first_epoch`` on
         (``plan_epochs``), the input read and materialized in parts the first time."""
         config = self.config
-        if self.repeats_epochs:
-            if not self._parts:
-                self._materialize_parts()
+        if self.plan.repeats_epochs:
+            if self._parts is None:
+                self._parts = InputParts.of(self._source(materialize_data=False),
+                                            rows_per_call(config), config.offline_data.input_)
             self.dataset = plan_epochs(
                 self._parts, first_epoch=first_epoch, plan_seed=self._plan_seed,
-                part_bytes=self._part_bytes, prelearner_class=self.prelearner_class,
+                prelearner_class=self.prelearner_class,
                 prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
             return self.dataset
         source = self._source()
@@ -273,16 +259,6 @@ class OfflineData(RLlibDataAttributes):
                 "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
                 **self.config.offline_data.prelearner_kwargs}
 
-    def _materialize_parts(self) -> None:
-        """Reads the input (or takes ``self.data``) into the object store, in blocks of one
-        PreLearner call (Ray Data's ``repartition``)."""
-        source = self._source(materialize_data=False)
-        raw = materialize(source.repartition(target_num_rows_per_block=rows_per_call(self.config)))
-        self._parts = raw.to_arrow_refs()
-        if not self._parts:
-            raise DataFormatError(f"the input {self.config.offline_data.input_} holds no rows")
-        self._part_bytes = raw.size_bytes() / len(self._parts)
-
     def observation_statistics(self) -> ObservationStatistics:
         """The mean and std of the observations the learners train on, computed from the
         input in one Ray Data pass through the PreLearners (for ``normalize_observations``)."""
@@ -298,6 +274,11 @@ class OfflineData(RLlibDataAttributes):
             return self._given_data
         return read_input(read_config(self.config, self.input_columns).with_data_options(**changes),
                           self.files)
+
+    @property
+    def overrides_sample(self) -> bool:
+        """Whether this class overrides ``sample`` (then with RLlib's signature)."""
+        return type(self).sample is not OfflineData.sample
 
     @surface_errors
     def sample(self, num_samples: int | None = None, return_iterator: bool = False,
@@ -325,6 +306,24 @@ class OfflineData(RLlibDataAttributes):
             return self.stream.next_batch(num_samples or self.batch_size,
                                           stop_at_epoch_end=stop_at_epoch_end)
 
+    def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
+              ) -> list[LearnerFeed]:
+        """One ``LearnerFeed`` per learner. ``0``: the learner in this process, reading
+        ``sample()``. Else ``num_learners`` ``streaming_split`` shards of the pipeline
+        ``build()`` made, from ``sample(return_iterator=True)`` (RLlib's keywords only, to an
+        override), placed by ``locality_hints``."""
+        if num_learners == 0:
+            check_epoch_ends(self)
+            return [SampleFeed(self)]
+        if num_learners > 1 and self.plan.repeats_epochs:
+            raise ConfigError(
+                f"this OfflineData's plan ({self.plan.value}) was chosen for one learner, and "
+                f"{num_learners} learners cannot share its epochs; make it from a config with "
+                f"learners(num_learners={num_learners})")
+        shards = call_sample(self, return_iterator=True, num_shards=num_learners,
+                             locality_hints=locality_hints)
+        return [ShardFeed(shard, self.batching()) for shard in shards]
+
     def naming_damaged_files(self) -> AbstractContextManager[None]:
         """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
         subclass gave, or a custom read method: their errors are left as they are)."""
@@ -340,7 +339,7 @@ class OfflineData(RLlibDataAttributes):
 
     def pipeline_stats(self) -> dict[str, Any]:
         """What Ray Data reports of the pipeline's execution (``ExecutionFigures``)."""
-        mapper = EpochsPreLearner if self.repeats_epochs else self.prelearner_class
+        mapper = EpochsPreLearner if self.plan.repeats_epochs else self.prelearner_class
         return self._figures.of(self.dataset, self.shards, mapper.__name__)
 
     def counts(self, *, wait: bool = False) -> dict[str, int]:

@@ -12,6 +12,7 @@ epochs' ends.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,9 @@ import ray.data
 from offline_rl.data.feed.epoch_batches import EPOCH_COLUMN
 from offline_rl.data.prelearner.call_output import arrow_table
 from offline_rl.data.prelearner.prelearner import map_in_process, overrides_call
+from offline_rl.data.ray.stoppable_executions import materialize
 from offline_rl.data.source.input_reader import quiet_data_context
+from offline_rl.errors import DataFormatError
 from offline_rl.rows import take_rows
 
 #: PreLearner calls planned per execution, at least: the execution starts again after them,
@@ -112,8 +115,27 @@ class EpochsPreLearner:
         return {**columns, EPOCH_COLUMN: np.full(rows, epoch, np.int64)}
 
 
-def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
-                part_bytes: float, prelearner_class: type, prelearner_kwargs: dict[str, Any],
+@dataclass(frozen=True)
+class InputParts:
+    """The raw input in Ray's object store, in parts of one PreLearner call each, and the mean
+    bytes of a part."""
+
+    refs: list[ray.ObjectRef]
+    part_bytes: float
+
+    @classmethod
+    def of(cls, source: ray.data.Dataset, rows_per_part: int, input_name: object) -> InputParts:
+        """``source`` read and materialized in blocks of ``rows_per_part`` rows (Ray Data's
+        ``repartition``); a ``DataFormatError`` naming ``input_name`` when it holds none."""
+        raw = materialize(source.repartition(target_num_rows_per_block=rows_per_part))
+        refs = raw.to_arrow_refs()
+        if not refs:
+            raise DataFormatError(f"the input {input_name} holds no rows")
+        return cls(refs, raw.size_bytes() / len(refs))
+
+
+def plan_epochs(parts: InputParts, *, first_epoch: int, plan_seed: int,
+                prelearner_class: type, prelearner_kwargs: dict[str, Any],
                 map_batches_kwargs: dict[str, Any]) -> ray.data.Dataset:
     """The dataset of as many whole epochs from ``first_epoch`` on as ``PARTS_PER_EXECUTION``
     and ``TASKS_PER_EXECUTION`` plan (at least one), mapped by one pool of ``EpochsPreLearner``
@@ -123,9 +145,9 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
     needs_module = prelearner_kwargs.get("module_weights") is not None
     calls_per_task = 1 if needs_module else CALLS_PER_TASK
     calls = max(PARTS_PER_EXECUTION, TASKS_PER_EXECUTION * calls_per_task)
-    count = max(1, calls // len(parts)) * len(parts)
+    count = max(1, calls // len(parts.refs)) * len(parts.refs)
     actors = getattr(map_batches_kwargs.get("compute"), "max_size", None) or 1
-    ahead = look_ahead_bytes(part_bytes, actors=actors, needs_module=needs_module,
+    ahead = look_ahead_bytes(parts.part_bytes, actors=actors, needs_module=needs_module,
                              object_store_bytes=ray.cluster_resources()["object_store_memory"])
     with quiet_data_context(preserve_order=True, object_store_memory=ahead):
         # The call ids are blocks in memory: ``ray.data.range`` would read each in a task of
@@ -135,7 +157,7 @@ def plan_epochs(parts: list[ray.ObjectRef], *, first_epoch: int, plan_seed: int,
                                        override_num_blocks=-(-count // calls_per_task))
         return call_ids.map_batches(
             EpochsPreLearner, batch_size=1, batch_format="numpy",
-            fn_constructor_kwargs={"parts": parts, "first_epoch": first_epoch,
+            fn_constructor_kwargs={"parts": parts.refs, "first_epoch": first_epoch,
                                    "plan_seed": plan_seed, "prelearner_class": prelearner_class,
                                    **prelearner_kwargs},
             **map_batches_kwargs)

@@ -78,6 +78,9 @@ class DataConfig(FlatAccess):
     #: ``agent_id``), or that module's batches of old-stack ``MultiAgentBatch`` lines.
     module_id: str | None = None
     agent_ids: tuple[str, ...] | None = None
+    #: The learners the data is split between (``0``: one, in the driver); with the options,
+    #: it decides the pipeline's ``ExecutionPlan``.
+    num_learners: int = 0
 
     def __post_init__(self) -> None:
         if self.agent_ids is not None and not self.reads_episodes:
