@@ -21,8 +21,8 @@ from offline_rl.algorithms.train_results import (
     merged_rounds,
 )
 from offline_rl.data.pipeline.mixed_data import open_offline_data
-from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.data.pipeline.resources import PIPELINE_CPUS, env_runner_cpus
+from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
 from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_evaluation import EnvEvaluator
@@ -127,7 +127,7 @@ class Algorithm:
         self.held_out_losses: HeldOutLosses | None = None
         self.offline_eval_runner_group: OfflineEvaluationRunnerGroup | None = None
         self.recorder: Recorder | None = None
-        self.offline_data: OfflineData | None = None
+        self.offline_data: TrainingData | None = None
         self.learner_group: LearnerGroup | None = None
         self.online: OnlineTraining | None = None  # the "sampler" of input_
         try:

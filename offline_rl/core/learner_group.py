@@ -14,8 +14,8 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.core.state_file import load_state_file
-from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.data.pipeline.resources import learner_cpus
+from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.data.source.data_config import DataConfig
 from offline_rl.errors import OfflineRLError, ResourceError
@@ -44,7 +44,7 @@ class LearnerGroup:
 
     Examples:
         >>> import gymnasium as gym, numpy as np
-        >>> from offline_rl import BCConfig
+        >>> from offline_rl import BCConfig, OfflineData
         >>> config = (BCConfig().environment("CartPole-v1").offline_data(input_=str(cartpole_data))
         ...           .training(train_batch_size_per_learner=256)
         ...           .offline_data(dataset_num_iters_per_learner=5))
@@ -56,7 +56,7 @@ class LearnerGroup:
         >>> group.stop(); data.stop()
     """
 
-    def __init__(self, config: LearnerConfig, offline_data: OfflineData, *,
+    def __init__(self, config: LearnerConfig, offline_data: TrainingData, *,
                  reserved_cpus: float = 0):
         module_spec = config.module_spec
         self.config = config

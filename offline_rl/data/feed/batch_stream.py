@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -71,6 +72,14 @@ class StreamStats:
     #: Rows each source gave so far, by name, when the stream mixes sources (``MixedStream``).
     source_rows: dict[str, int] = field(default_factory=dict)
 
+
+
+def saved_start(saved: Mapping[str, Any]) -> tuple[StreamPosition, StreamStats]:
+    """Where a stream resumes, and the epochs it had read: ``BatchStream.saved_position()``
+    taken back."""
+    return (StreamPosition(saved["epoch"], saved["rows"], saved["ended"]),
+            StreamStats(epochs_completed=saved["epochs_completed"],
+                        epoch_rows=list(saved["epoch_rows"])))
 
 class BatchStream:
     """Runs epochs in a background thread and hands out batches of exactly ``n`` rows.
@@ -244,6 +253,13 @@ class BatchStream:
         else:
             epoch, rows = self._taken
         return StreamPosition(epoch, rows, ended=epoch <= self._counted_end)
+
+    def saved_position(self) -> dict[str, Any]:
+        """``position()`` and the epochs read so far, as a checkpoint saves them
+        (``saved_start`` takes them back)."""
+        return {**dataclasses.asdict(self.position()),
+                "epochs_completed": self.stats.epochs_completed,
+                "epoch_rows": list(self.stats.epoch_rows)}
 
     def stop(self, wait_s: float = STOP_WAIT_S) -> None:
         """Stops the background thread and drops queued data. The Ray Data executions the

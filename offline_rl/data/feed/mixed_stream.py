@@ -14,13 +14,12 @@ slowest source sets the pace; the others repeat meanwhile).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from offline_rl.data.feed.batch_stream import BatchStream, StreamPosition, StreamStats
+from offline_rl.data.feed.batch_stream import BatchStream, StreamStats
 from offline_rl.data.feed.epoch_batches import Batch
 from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
 from offline_rl.rows import take_rows
@@ -165,11 +164,8 @@ class MixedStream:
 
     def position(self) -> dict[str, Any]:
         """Where the mix stands: each source's ``StreamPosition`` and epochs, and the mix's
-        counts (what ``MixedStream(position=...)`` and ``source_positions`` take back)."""
-        return {"sources": [{**dataclasses.asdict(stream.position()),
-                             "epochs_completed": stream.stats.epochs_completed,
-                             "epoch_rows": list(stream.stats.epoch_rows)}
-                            for stream in self.streams],
+        counts (what ``MixedStream(position=...)`` takes back, with each source's stream)."""
+        return {"sources": [stream.saved_position() for stream in self.streams],
                 "taken": list(self.taken), "batches": self.batches,
                 "reported_epochs": self._reported_epochs,
                 "epochs_completed": self.stats.epochs_completed,
@@ -180,10 +176,3 @@ class MixedStream:
         for stream in self.streams:
             stream.stop()
 
-
-def source_positions(position: dict[str, Any]) -> list[tuple[StreamPosition, StreamStats]]:
-    """Each source's ``StreamPosition`` and ``StreamStats`` in ``MixedStream.position()``."""
-    return [(StreamPosition(saved["epoch"], saved["rows"], saved["ended"]),
-             StreamStats(epochs_completed=saved["epochs_completed"],
-                         epoch_rows=list(saved["epoch_rows"])))
-            for saved in position["sources"]]

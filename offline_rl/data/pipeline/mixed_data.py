@@ -39,20 +39,23 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import ray.data
 
-from offline_rl.data.feed.batch_stream import BatchStream
-from offline_rl.data.feed.learner_feed import LearnerFeed, MixedFeed
-from offline_rl.data.feed.mixed_stream import MixedStream, source_positions
+from offline_rl.data.feed.batch_stream import BatchStream, StreamStats
+from offline_rl.data.feed.learner_feed import LearnerFeed, MixedFeed, SampleFeed
+from offline_rl.data.feed.mixed_stream import MixedStream
 from offline_rl.data.pipeline.observation_statistics import ObservationStatistics
 from offline_rl.data.pipeline.offline_data import OfflineData
 from offline_rl.data.pipeline.resources import side_by_side_options
+from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
+from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.source.data_config import DataConfig, as_data_config
-from offline_rl.errors import DataFormatError, OfflineRLError, warn_at_caller
+from offline_rl.errors import DataFormatError, OfflineRLError, surface_errors, warn_at_caller
 from offline_rl.settings.sources import Source, is_mixed, weighted_sources
 
 
 def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]
-                      ) -> OfflineData:
+                      ) -> TrainingData:
     """The data the algorithm trains on: a ``MixedData`` for a mixing ``input_``, else an
     ``OfflineData``."""
     config = as_data_config(config, spaces)
@@ -60,21 +63,22 @@ def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Spa
     return MixedData(config, spaces) if mixed else OfflineData(config, spaces)
 
 
-class MixedDataset:
-    """What ``MixedData.build()`` returns: the sources' mapped datasets, split with
-    ``streaming_split`` into one ``MixedFeed`` per learner."""
+class MixedData(RLlibDataAttributes):
+    """The ``TrainingData`` of several sources (``sources``, one ``OfflineData`` each), mixed by
+    weight: what a mixing ``input_`` trains on.
 
-    def __init__(self, mixed: MixedData):
-        self.mixed = mixed
-
-    def streaming_split(self, n: int, *, equal: bool = True,
-                        locality_hints: list[str] | None = None) -> list[LearnerFeed]:
-        """``n`` feeds, each mixing one ``streaming_split`` shard of every source."""
-        return self.mixed.feeds(n, locality_hints=locality_hints)
-
-
-class MixedData(OfflineData):
-    """``OfflineData``'s interface over several sources (``sources``), mixed by weight."""
+    Examples:
+        >>> import gymnasium as gym, numpy as np
+        >>> from offline_rl import BCConfig
+        >>> path = str(cartpole_data)
+        >>> config = BCConfig().environment("CartPole-v1").offline_data(
+        ...     input_=[{"input_": path, "weight": 0.75}, {"input_": path, "weight": 0.25}])
+        >>> spaces = (gym.spaces.Box(-5, 5, (4,), np.float32), gym.spaces.Discrete(2))
+        >>> data = MixedData(config.data_config(spaces), spaces)
+        >>> data.weights, data.sample(64)["obs"].shape
+        ([0.75, 0.25], (64, 4))
+        >>> data.stop()
+    """
 
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
         self.config = config = as_data_config(config, spaces)
@@ -89,12 +93,17 @@ class MixedData(OfflineData):
         self.sources = [self._open(source, len(sources)) for source in sources]
         first = self.sources[0]
         self.reads_episodes, self.needs_module = first.reads_episodes, first.needs_module
-        self.batch_size, self.prelearner_class = first.batch_size, first.prelearner_class
+        self.batch_size = first.batch_size
         self.skipped_files = [skipped for source in self.sources
                               for skipped in source.skipped_files]
-        self.data = self.dataset = self.stream = self.module_weights = None
-        self._read_data = self._pool_kwargs = self.learner_handles = self.locality_hints = None
-        self.shards = []
+        self.stream: MixedStream | None = None
+        #: Set by ``LearnerGroup``, as on ``OfflineData``.
+        self.learner_handles: list[Any] | None = None
+        self.locality_hints: list[str] | None = None
+        #: ``None``: each source hands the weights to its own PreLearners (``publish_weights``).
+        self.module_weights = None
+        self._pool_kwargs: dict[str, Any] | None = None
+        self._built = False
 
     def _open(self, source: Source, count: int) -> OfflineData:
         """The source's own ``OfflineData`` (its checks' errors name it)."""
@@ -122,26 +131,46 @@ class MixedData(OfflineData):
                 source.build(reserved_cpus=reserved_cpus)
             return source.start(reserved_cpus=reserved_cpus).stream
 
-    def build(self, *, reserved_cpus: float = 0) -> MixedDataset:
-        """Builds every source's pipeline (one after the other) for remote learners."""
+    def build(self, *, reserved_cpus: float = 0) -> list[ray.data.Dataset]:
+        """Builds every source's pipeline (one after the other) for remote learners; returns
+        their mapped datasets."""
         with self.naming_damaged_files():
-            for source in self.sources:
-                source.build(reserved_cpus=reserved_cpus)
-        self.dataset = MixedDataset(self)
-        return self.dataset
+            datasets = [source.build(reserved_cpus=reserved_cpus) for source in self.sources]
+        self._built = True
+        return datasets
+
+    @surface_errors
+    def sample(self, num_samples: int | None = None, *, stop_at_epoch_end: bool = False
+               ) -> dict[str, np.ndarray] | None:
+        """The next mixed train batch, as ``OfflineData.sample`` (started now if not yet)."""
+        with self.naming_damaged_files():
+            if self.stream is None:
+                self.start()
+            return self.stream.next_batch(num_samples or self.batch_size,
+                                          stop_at_epoch_end=stop_at_epoch_end)
 
     def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
               ) -> list[LearnerFeed]:
         """As ``OfflineData.feeds``; for remote learners, each a ``MixedFeed`` of one feed of
         every source (each source's own plan decides how it streams)."""
         if num_learners == 0:
-            return super().feeds(0)
-        if self.dataset is None:
+            return [SampleFeed(self)]
+        if not self._built:
             self.build()
         per_source = [source.feeds(num_learners, locality_hints=locality_hints)
                       for source in self.sources]
         return [MixedFeed(list(feeds), self.weights, self.names, self.config.debugging.seed)
                 for feeds in zip(*per_source)]
+
+    def wait_for_data(self) -> None:
+        """Returns once every source's stream has its first batch (see ``OfflineData``)."""
+        for source in self.sources:
+            source.wait_for_data()
+
+    @property
+    def stats(self) -> StreamStats:
+        """What the mix's stream did so far (with the rows each source gave)."""
+        return self.stream.stats if self.stream is not None else StreamStats()
 
     def stream_position(self) -> dict[str, Any] | None:
         """The mix's position (``MixedStream.position``), for a checkpoint."""
@@ -149,18 +178,15 @@ class MixedData(OfflineData):
 
     def resume_stream(self, saved: dict[str, Any]) -> None:
         """Restarts every source's stream where ``stream_position()`` left it, and the mix."""
-        self.stream.stop()
-        if len(saved["mix"]["sources"]) != len(self.sources):
-            raise DataFormatError(f"the checkpoint's data position mixes "
-                                  f"{len(saved['mix']['sources'])} sources, this run "
-                                  f"{len(self.sources)}: {self.names}")
-        streams = []
-        for source, (position, stats) in zip(self.sources, source_positions(saved["mix"])):
-            source.stream = source.batching().stream(source._stream_source, start=position,
-                                                     stats=stats)
-            streams.append(source.stream)
-        self.stream = MixedStream(streams, self.weights, self.names,
-                                  seed=self.config.debugging.seed, position=saved["mix"])
+        positions = saved["mix"]["sources"]
+        if len(positions) != len(self.sources):
+            raise DataFormatError(f"the checkpoint's data position mixes {len(positions)} "
+                                  f"sources, this run {len(self.sources)}: {self.names}")
+        for source, position in zip(self.sources, positions):
+            source.resume_stream(position)
+        self.stream = MixedStream([source.stream for source in self.sources], self.weights,
+                                  self.names, seed=self.config.debugging.seed,
+                                  position=saved["mix"])
 
     @contextmanager
     def naming_damaged_files(self) -> Iterator[None]:
@@ -209,7 +235,6 @@ class MixedData(OfflineData):
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-        self.shards = []
 
 
 def _warn_unless_normalized(input_: Any) -> None:

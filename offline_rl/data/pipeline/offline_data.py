@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -13,7 +12,7 @@ import numpy as np
 import ray
 import ray.data
 
-from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamPosition, StreamStats
+from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats, saved_start
 from offline_rl.data.feed.learner_feed import LearnerFeed, SampleFeed, ShardFeed
 from offline_rl.data.feed.online_rows import check_online_rows_can_be_built
 from offline_rl.data.pipeline.execution_plan import ExecutionPlan
@@ -190,20 +189,14 @@ class OfflineData(RLlibDataAttributes):
 
     def stream_position(self) -> dict[str, Any] | None:
         """This learner's ``StreamPosition`` and epochs, for a checkpoint (or ``None``)."""
-        if self.stream is None:
-            return None
-        stats = self.stream.stats
-        return {**dataclasses.asdict(self.stream.position()),
-                "epochs_completed": stats.epochs_completed, "epoch_rows": list(stats.epoch_rows)}
+        return None if self.stream is None else self.stream.saved_position()
 
     def resume_stream(self, saved: dict[str, Any]) -> None:
         """Restarts the stream ``start()`` opened at what ``stream_position()`` returned: the
         next batch holds the rows the checkpointed run would have trained on next (exactly so
         with a seed, whose pipeline keeps its order)."""
         self.stream.stop()
-        position = StreamPosition(saved["epoch"], saved["rows"], saved["ended"])
-        stats = StreamStats(epochs_completed=saved["epochs_completed"],
-                            epoch_rows=list(saved["epoch_rows"]))
+        position, stats = saved_start(saved)
         self.stream = self.batching().stream(self._stream_source, start=position, stats=stats)
 
     def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
