@@ -292,16 +292,16 @@ class Learner:
             offset += grad.numel()
         return True
 
-    def _rows_trained(self, updates: int) -> int:
-        """The rows trained on, over all learners, after ``updates`` updates (the timestep
-        of the learning-rate schedules)."""
+    def rows_trained(self, updates: int) -> int:
+        """The rows trained on, over all learners, after ``updates`` updates: the timestep of
+        the learning-rate schedules, and of anything else counted in rows trained."""
         return (updates * self.config.training.train_batch_size_per_learner
                 * max(self.config.learners.num_learners, 1))
 
     def _schedule_learning_rates(self, stage: tuple[str, ...]) -> None:
         """Sets the learning rate of each scheduled optimizer of the ``stage`` for this step
         (the timestep is the rows trained on before it, over all learners)."""
-        timestep = self._rows_trained(self.num_updates)
+        timestep = self.rows_trained(self.num_updates)
         for name in stage:
             spec = self.optimizer_specs[name]
             if is_schedule(spec.lr):
@@ -314,7 +314,7 @@ class Learner:
         rows trained on so far), as RLlib reports it after an update:
         ``default_optimizer_learning_rate`` for the one default optimizer, else
         ``<optimizer>_learning_rate``."""
-        timestep = self._rows_trained(self.num_updates)
+        timestep = self.rows_trained(self.num_updates)
         return {learning_rate_key(name): learning_rate_at(self.optimizer_specs[name].lr, timestep)
                 for name in dict.fromkeys(names)}
 

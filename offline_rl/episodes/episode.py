@@ -357,7 +357,8 @@ class SingleAgentEpisode:
 
     def get_state(self) -> dict[str, Any]:
         """The episode in RLlib's state layout (what RLlib msgpacks into episode files)."""
-        return episode_state(self)
+        return episode_state(self, {"_start_time": self._start_time,
+                                    "_last_step_time": self._last_step_time})
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:

@@ -26,8 +26,10 @@ STATE_KEYS = (
 )
 
 
-def episode_state(episode: Any) -> dict[str, Any]:
-    """``episode`` (a ``SingleAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``."""
+def episode_state(episode: Any, private: dict[str, Any]) -> dict[str, Any]:
+    """``episode`` (a ``SingleAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``: its
+    public fields, and the private ones (``_start_time``, ``_last_step_time``) it gives in
+    ``private``."""
     return {
         "id_": episode.id_,
         "agent_id": episode.agent_id,
@@ -45,8 +47,8 @@ def episode_state(episode: Any) -> dict[str, Any]:
         "t": episode.t,
         "_observation_space": space_to_dict(episode.observation_space),
         "_action_space": space_to_dict(episode.action_space),
-        "_start_time": episode._start_time,
-        "_last_step_time": episode._last_step_time,
+        "_start_time": private["_start_time"],
+        "_last_step_time": private["_last_step_time"],
         "custom_data": episode.custom_data,
     }
 

@@ -13,6 +13,7 @@ import gymnasium as gym
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.lookback import InfiniteLookbackBuffer
 from offline_rl.episodes.multi_agent_episode_state import (
+    PRIVATE_KEYS,
     SKIP_ENV_TS_TAG,
     multi_agent_episode_state,
     read_multi_agent_episode_state,
@@ -448,7 +449,7 @@ class MultiAgentEpisode:
     def get_state(self) -> dict[str, Any]:
         """The episode in RLlib's state layout, as safe data (see ``multi_agent_episode_state``:
         ``agent_to_module_mapping_fn`` is ``None``)."""
-        return multi_agent_episode_state(self)
+        return multi_agent_episode_state(self, {key: getattr(self, key) for key in PRIVATE_KEYS})
 
     @classmethod
     def from_state(cls, state: dict[str, Any], *,

@@ -35,6 +35,8 @@ STATE_KEYS = (
     "_hanging_rewards_begin", "is_terminated", "is_truncated", "agent_episodes", "_start_time",
     "_last_step_time", "custom_data",
 )
+#: The private fields of ``MultiAgentEpisode`` its state holds.
+PRIVATE_KEYS = tuple(key for key in STATE_KEYS if key.startswith("_"))
 #: The tag RLlib's ``env_t_to_agent_t`` holds for env steps at which an agent did not step.
 SKIP_ENV_TS_TAG = "S"
 #: Deepest nesting of lists and dicts read in hanging values and custom data.
@@ -42,12 +44,13 @@ MAX_DEPTH = 64
 _PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
 
 
-def multi_agent_episode_state(episode: Any) -> dict[str, Any]:
-    """``episode`` (a ``MultiAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``."""
+def multi_agent_episode_state(episode: Any, private: dict[str, Any]) -> dict[str, Any]:
+    """``episode`` (a ``MultiAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``: its
+    public fields, and the private ones (``PRIVATE_KEYS``) it gives in ``private``."""
     return {
         "id_": episode.id_,
         "agent_to_module_mapping_fn": None,
-        "_agent_to_module_mapping": dict(episode._agent_to_module_mapping),
+        "_agent_to_module_mapping": dict(private["_agent_to_module_mapping"]),
         "observation_space": {agent_id: space_to_dict(space)
                               for agent_id, space in episode.observation_space.items()},
         "action_space": {agent_id: space_to_dict(space)
@@ -57,16 +60,16 @@ def multi_agent_episode_state(episode: Any) -> dict[str, Any]:
         "agent_t_started": dict(episode.agent_t_started),
         "env_t_to_agent_t": {agent_id: mapping.get_state()
                              for agent_id, mapping in episode.env_t_to_agent_t.items()},
-        "_hanging_actions_end": dict(episode._hanging_actions_end),
-        "_hanging_extra_model_outputs_end": dict(episode._hanging_extra_model_outputs_end),
-        "_hanging_rewards_end": dict(episode._hanging_rewards_end),
-        "_hanging_rewards_begin": dict(episode._hanging_rewards_begin),
+        "_hanging_actions_end": dict(private["_hanging_actions_end"]),
+        "_hanging_extra_model_outputs_end": dict(private["_hanging_extra_model_outputs_end"]),
+        "_hanging_rewards_end": dict(private["_hanging_rewards_end"]),
+        "_hanging_rewards_begin": dict(private["_hanging_rewards_begin"]),
         "is_terminated": bool(episode.is_terminated),
         "is_truncated": bool(episode.is_truncated),
         "agent_episodes": [(agent_id, agent_episode.get_state())
                            for agent_id, agent_episode in episode.agent_episodes.items()],
-        "_start_time": episode._start_time,
-        "_last_step_time": episode._last_step_time,
+        "_start_time": private["_start_time"],
+        "_last_step_time": private["_last_step_time"],
         "custom_data": episode.custom_data,
     }
 

@@ -76,9 +76,8 @@ class DQNTorchLearner(Learner):
     def after_gradient_based_update(self) -> None:
         """Moves the target network ``tau`` towards the Q-network when this update's rows take
         the rows trained on past a multiple of ``target_network_update_freq``."""
-        config, hyperparameters = self.config, self.config.hyperparameters
-        rows = (config.training.train_batch_size_per_learner
-                * max(config.learners.num_learners, 1))
-        trained, every = (self.num_updates + 1) * rows, hyperparameters.target_network_update_freq
-        if trained // every > (trained - rows) // every:
+        hyperparameters = self.config.hyperparameters
+        before, after = self.rows_trained(self.num_updates), self.rows_trained(self.num_updates + 1)
+        every = hyperparameters.target_network_update_freq
+        if after // every > before // every:
             self.module.update_targets(hyperparameters.tau)
