@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
-import ray
 
 from offline_rl.algorithms import checkpoint
+from offline_rl.algorithms.algorithm_lifecycle import AlgorithmLifecycle
 from offline_rl.algorithms.module_statistics import with_observation_statistics
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import (
@@ -78,7 +78,7 @@ TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states
                  "offline_rl.evaluation.evaluation_runners")
 
 
-class Algorithm:
+class Algorithm(AlgorithmLifecycle):
     """Trains a policy from offline data.
 
     Building builds the evaluation env, checks the input data (before any Ray work, so that
@@ -115,12 +115,7 @@ class Algorithm:
             return AlgorithmConfig()
         return get_algorithm_config_class(cls.__name__)()
 
-    @surface_errors
     def __init__(self, config: AlgorithmConfig):
-        started = time.perf_counter()
-        config.validate()
-        self.config = config.copy()
-        self._started_ray = False
         self.evaluator = None
         self.evaluation_runners: EvaluationRunners | None = None
         self.off_policy_evaluation: OffPolicyEvaluation | None = None
@@ -130,17 +125,9 @@ class Algorithm:
         self.offline_data: TrainingData | None = None
         self.learner_group: LearnerGroup | None = None
         self.online: OnlineTraining | None = None  # the "sampler" of input_
-        try:
-            self._build()
-        except BaseException:
-            self.stop()
-            raise
-        self.iteration = 0
-        self.num_env_steps_trained_lifetime = 0
+        super().__init__(config)
         self._smoothed = SmoothedEpisodes(
             self.config.sections.reporting.metrics_num_episodes_for_smoothing)
-        self._train_time_s = 0.0
-        self.build_time_s = time.perf_counter() - started
 
     def _build(self) -> None:
         sections = self.config.sections
@@ -472,17 +459,6 @@ class Algorithm:
             if state.get("rng_states"):
                 checkpoint.restore_random_states(path, state["rng_states"])
 
-    @classmethod
-    def from_checkpoint(cls, path: str | Path, config: AlgorithmConfig | None = None) -> Algorithm:
-        """Builds the algorithm of a checkpoint (with its saved config unless one is given)."""
-        algorithm = (config or checkpoint.read_config(path)).build()
-        try:
-            algorithm.restore_from_path(path)
-        except BaseException:
-            algorithm.stop()
-            raise
-        return algorithm
-
     def stop(self) -> None:
         """Stops the recorder (flushing what it buffers), the learners, the data stream and
         envs, and Ray if this algorithm started it. The recorder goes first: its actors' CPUs
@@ -506,17 +482,5 @@ class Algorithm:
             self.offline_data.stop()
         if self.evaluator is not None:
             self.evaluator.close()
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
-
-    def cleanup(self) -> None:
-        """``stop()``, by the name RLlib's ``Algorithm`` (a Tune ``Trainable``) gives it."""
-        self.stop()
-
-    def __enter__(self) -> Algorithm:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stop()
+        super().stop()
 

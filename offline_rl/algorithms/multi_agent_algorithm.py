@@ -10,10 +10,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import ray
-
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, Algorithm
+from offline_rl.algorithms.algorithm_lifecycle import AlgorithmLifecycle
 from offline_rl.algorithms.module_mapping import (
     Spaces,
     agent_mapping,
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 
-class MultiAgentAlgorithm:
+class MultiAgentAlgorithm(AlgorithmLifecycle):
     """Trains the modules of ``config.multi_agent(...)``: each trained module is an algorithm of
     its own (its data pipeline reads the data of the agents ``policy_mapping_fn`` maps to it:
     rows filtered as the Parquet files are read, or its agents' episodes of each multi-agent
@@ -72,26 +71,13 @@ class MultiAgentAlgorithm:
     summed), ``agent_episode_returns_mean`` and ``module_episode_returns_mean``.
     """
 
-    @surface_errors
     def __init__(self, config: AlgorithmConfig):
-        started = time.perf_counter()
-        config.validate()
-        self.config = config.copy()
         self.algorithms: dict[str, Algorithm] = {}
         self.envs: list[Any] = []
         self._untrained = MultiRLModule({})
-        self._started_ray = False
         #: The writer of ``output``, which evaluation episodes are recorded to (if set).
         self.writer: EpisodeWriter | None = None
-        try:
-            self._build()
-        except BaseException:
-            self.stop()
-            raise
-        self.iteration = 0
-        self.num_env_steps_trained_lifetime = 0
-        self._train_time_s = 0.0
-        self.build_time_s = time.perf_counter() - started
+        super().__init__(config)
 
     def _build(self) -> None:
         sections = self.config.sections
@@ -299,15 +285,7 @@ class MultiAgentAlgorithm:
         for env in self.envs:
             env.close()
         self.envs = []
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
-
-    def __enter__(self) -> MultiAgentAlgorithm:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.stop()
+        super().stop()
 
 
 def module_held_out_losses(per_module: dict[str, dict[str, Any]]) -> dict[str, Any]:
