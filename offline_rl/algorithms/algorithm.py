@@ -15,11 +15,7 @@ from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.algorithm_lifecycle import AlgorithmLifecycle
 from offline_rl.algorithms.module_statistics import with_observation_statistics
 from offline_rl.algorithms.ray_start import start_ray
-from offline_rl.algorithms.train_results import (
-    data_figures,
-    mean_learner_metrics,
-    merged_rounds,
-)
+from offline_rl.algorithms.train_results import data_figures, learner_results, merged_rounds
 from offline_rl.data.pipeline.mixed_data import open_offline_data
 from offline_rl.data.pipeline.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.data.pipeline.training_data import TrainingData
@@ -30,7 +26,6 @@ from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
 from offline_rl.evaluation.smoothing import SmoothedEpisodes
 from offline_rl.models.multi_rl_module import MultiRLModule
 from offline_rl.names import (
-    ALL_MODULES,
     COMPONENT_LEARNER,
     COMPONENT_LEARNER_GROUP,
     COMPONENT_RL_MODULE,
@@ -66,9 +61,6 @@ if TYPE_CHECKING:
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
                          f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}",
                          *("/".join(checkpoint.COMPONENT_PATH[:depth]) for depth in (2, 3, 4)))
-#: Each learner's figures reported under ``result["learners"]["per_learner"]``.
-PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
-                    "num_module_steps_trained", "num_online_rows_trained", "epochs_this_iter")
 MAX_EVALUATION_ENVS = 8
 #: The torch side (learners, torch evaluation), imported while Ray starts: neither waits.
 TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
@@ -270,7 +262,6 @@ class Algorithm(AlgorithmLifecycle):
             raise name_iteration(error, self.iteration + 1)  # noqa: B904 (it is the error)
         per_learner = merged_rounds(rounds)
         steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
-        optimizer_steps = per_learner[0]["num_optimizer_steps"]
         self.iteration += 1
         self.num_env_steps_trained_lifetime += steps
         elapsed = time.perf_counter() - started
@@ -281,21 +272,9 @@ class Algorithm(AlgorithmLifecycle):
             NUM_TRAINING_STEP_CALLS_PER_ITERATION: len(rounds),
             TIMERS: {TRAINING_ITERATION_TIMER: elapsed,
                      TRAINING_STEP_TIMER: updating_s / len(rounds)},
-            LEARNER_RESULTS: {
-                DEFAULT_MODULE_ID: {**mean_learner_metrics(per_learner),
-                                    "num_module_steps_trained": steps},
-                ALL_MODULES: {
-                    "num_env_steps_trained": steps,
-                    "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
-                    "num_env_steps_trained_lifetime_throughput":
-                        self.num_env_steps_trained_lifetime / self._train_time_s,
-                    "num_updates": optimizer_steps,
-                    "num_updates_lifetime": self.num_updates_lifetime,
-                    "num_learners": len(per_learner),
-                },
-                "per_learner": [{key: learner[key] for key in PER_LEARNER_KEYS}
-                                for learner in per_learner],
-            },
+            LEARNER_RESULTS: learner_results(
+                per_learner, lifetime_steps=self.num_env_steps_trained_lifetime,
+                train_time_s=self._train_time_s, num_updates_lifetime=self.num_updates_lifetime),
             "data": {**data_figures(per_learner, self.offline_data.counts()),
                      **self.offline_data.pipeline_stats(),
                      "prelearner_pool": self.offline_data.pool()},

@@ -8,6 +8,11 @@ from typing import Any
 import numpy as np
 
 from offline_rl.data.prelearner.data_ledger import DROP_REASONS
+from offline_rl.names import ALL_MODULES, DEFAULT_MODULE_ID
+
+#: Each learner's figures reported under ``result["learners"]["per_learner"]``.
+PER_LEARNER_KEYS = ("num_updates", "num_updates_planned", "num_optimizer_steps",
+                    "num_module_steps_trained", "num_online_rows_trained", "epochs_this_iter")
 
 
 def mean_learner_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
@@ -15,6 +20,28 @@ def mean_learner_metrics(per_learner: list[dict[str, Any]]) -> dict[str, float]:
     names = {name for learner in per_learner for name in learner["metrics"]}
     return {name: float(np.mean([learner["metrics"][name] for learner in per_learner
                                  if name in learner["metrics"]])) for name in sorted(names)}
+
+
+def learner_results(per_learner: list[dict[str, Any]], *, lifetime_steps: int,
+                    train_time_s: float, num_updates_lifetime: int) -> dict[str, Any]:
+    """RLlib's ``result["learners"]``: the module's loss metrics averaged over the learners
+    (``"default_policy"``), the step counts of all (``"__all_modules__"``) and each learner's
+    planned and done updates (``"per_learner"``)."""
+    steps = sum(learner["num_module_steps_trained"] for learner in per_learner)
+    return {
+        DEFAULT_MODULE_ID: {**mean_learner_metrics(per_learner),
+                            "num_module_steps_trained": steps},
+        ALL_MODULES: {
+            "num_env_steps_trained": steps,
+            "num_env_steps_trained_lifetime": lifetime_steps,
+            "num_env_steps_trained_lifetime_throughput": lifetime_steps / train_time_s,
+            "num_updates": per_learner[0]["num_optimizer_steps"],
+            "num_updates_lifetime": num_updates_lifetime,
+            "num_learners": len(per_learner),
+        },
+        "per_learner": [{key: learner[key] for key in PER_LEARNER_KEYS}
+                        for learner in per_learner],
+    }
 
 
 def data_figures(per_learner: list[dict[str, Any]], counts: dict[str, int]) -> dict[str, Any]:
