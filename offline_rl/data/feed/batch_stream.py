@@ -73,13 +73,13 @@ class StreamStats:
     source_rows: dict[str, int] = field(default_factory=dict)
 
 
-
 def saved_start(saved: Mapping[str, Any]) -> tuple[StreamPosition, StreamStats]:
     """Where a stream resumes, and the epochs it had read: ``BatchStream.saved_position()``
     taken back."""
     return (StreamPosition(saved["epoch"], saved["rows"], saved["ended"]),
             StreamStats(epochs_completed=saved["epochs_completed"],
                         epoch_rows=list(saved["epoch_rows"])))
+
 
 class BatchStream:
     """Runs epochs in a background thread and hands out batches of exactly ``n`` rows.
