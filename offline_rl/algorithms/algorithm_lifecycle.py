@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import abc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
 
 
-class AlgorithmLifecycle:
+class AlgorithmLifecycle(abc.ABC):
     """The build, counters and stop of an algorithm; subclasses give ``_build``,
     ``restore_from_path`` and a ``stop`` that releases their parts, then calls this one."""
 
@@ -47,11 +48,13 @@ class AlgorithmLifecycle:
         self._train_time_s = 0.0
         self.build_time_s = time.perf_counter() - started
 
+    @abc.abstractmethod
     def _build(self) -> None:
-        raise NotImplementedError
+        """Builds the algorithm's parts from ``self.config``."""
 
+    @abc.abstractmethod
     def restore_from_path(self, path: str | Path) -> None:
-        raise NotImplementedError
+        """Loads a checkpoint folder ``save_to_path`` wrote."""
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, config: AlgorithmConfig | None = None) -> Any:

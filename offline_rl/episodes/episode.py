@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.episodes.episode_state import episode_state, read_episode_state
+from offline_rl.episodes.episode_state import PRIVATE_KEYS, episode_state, read_episode_state
 from offline_rl.episodes.lookback import Indices, InfiniteLookbackBuffer, as_lookback_buffer
 
 #: The space RLlib gives every rewards buffer.
@@ -357,8 +357,7 @@ class SingleAgentEpisode:
 
     def get_state(self) -> dict[str, Any]:
         """The episode in RLlib's state layout (what RLlib msgpacks into episode files)."""
-        return episode_state(self, {"_start_time": self._start_time,
-                                    "_last_step_time": self._last_step_time})
+        return episode_state(self, {key: getattr(self, key) for key in PRIVATE_KEYS})
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SingleAgentEpisode:

@@ -24,12 +24,13 @@ STATE_KEYS = (
     "rewards", "infos", "extra_model_outputs", "is_terminated", "is_truncated", "t_started", "t",
     "_observation_space", "_action_space", "_start_time", "_last_step_time", "custom_data",
 )
+#: The private fields of ``SingleAgentEpisode`` its state holds as they are.
+PRIVATE_KEYS = ("_start_time", "_last_step_time")
 
 
 def episode_state(episode: Any, private: dict[str, Any]) -> dict[str, Any]:
     """``episode`` (a ``SingleAgentEpisode``) in RLlib's state layout, the ``STATE_KEYS``: its
-    public fields, and the private ones (``_start_time``, ``_last_step_time``) it gives in
-    ``private``."""
+    public fields, and the private ones (``PRIVATE_KEYS``) it gives in ``private``."""
     return {
         "id_": episode.id_,
         "agent_id": episode.agent_id,
