@@ -180,6 +180,8 @@ def test_a_file_deleted_while_it_is_read_is_named_with_what_was_trained(tmp_path
     stream's reads meets the file gone depends on timing, so the failure is raised here)."""
     import pyarrow.fs as pafs
 
+    from offline_rl.data.source.input_files import PARQUET_SUFFIXES
+    from offline_rl.data.source.input_listing import InputListing
     from offline_rl.data.source.input_locator import naming_damaged_files
 
     pq.write_table(rows(), tmp_path / "part-0.parquet")
@@ -187,7 +189,8 @@ def test_a_file_deleted_while_it_is_read_is_named_with_what_was_trained(tmp_path
     with pytest.raises(DataFormatError, match=rf"{re.escape(str(gone))} is gone: it was deleted "
                                               r"or moved while the input was read \(\[Errno 2\] "
                                               r".*The rows read before it were trained on"):
-        with naming_damaged_files([str(tmp_path)], None, "read_parquet"):
+        with naming_damaged_files(InputListing.of(str(tmp_path), None, PARQUET_SUFFIXES),
+                                  "read_parquet"):
             try:
                 pafs.LocalFileSystem().open_input_file(str(gone))
             except FileNotFoundError as error:  # what a Ray task does to it

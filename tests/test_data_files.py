@@ -23,7 +23,14 @@ import ray
 from offline_rl import BCConfig
 from offline_rl.cli import main
 from offline_rl.data.source.input_checks import check_json_files, check_parquet_columns
-from offline_rl.data.source.input_files import MAX_DATA_FILE_BYTES_ENV, input_paths, list_data_files
+from offline_rl.data.source.input_files import (
+    JSON_SUFFIXES,
+    MAX_DATA_FILE_BYTES_ENV,
+    PARQUET_SUFFIXES,
+    input_paths,
+    list_data_files,
+)
+from offline_rl.data.source.input_listing import InputListing
 from offline_rl.data.source.input_locator import files_without
 from offline_rl.data.source.input_reader import read_input
 from offline_rl.errors import DataFormatError
@@ -151,9 +158,9 @@ def test_every_reader_leaves_out_the_same_files(folder):
     os.mkfifo(folder / ".part-1.parquet")
     (found,) = list_data_files(str(folder), None, (".parquet", ".json"))
     assert found.files == [str(folder / "part-0.parquet")]
-    check_parquet_columns([str(folder)], None, {}, None)
-    check_json_files([str(folder)], None)
-    assert files_without([str(folder)], None, "obs") == []
+    check_parquet_columns(InputListing.of(str(folder), None, PARQUET_SUFFIXES), {}, None)
+    check_json_files(InputListing.of(str(folder), None, JSON_SUFFIXES))
+    assert files_without(InputListing.of(str(folder), None, PARQUET_SUFFIXES), "obs") == []
     assert inspect_dataset(str(folder))["files"] == 1
     assert input_paths(str(folder / "*")) == [str(folder / "part-0.parquet")]
 

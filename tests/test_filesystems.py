@@ -16,7 +16,8 @@ import ray.data
 
 from offline_rl import Algorithm, OfflineData
 from offline_rl.data.source.input_checks import check_parquet_columns
-from offline_rl.data.source.input_files import input_paths
+from offline_rl.data.source.input_files import PARQUET_SUFFIXES, input_paths
+from offline_rl.data.source.input_listing import InputListing
 from offline_rl.data.source.input_reader import read_input, resolve_read_method
 from offline_rl.errors import ConfigError, DataFormatError, DataNotFoundError
 from offline_rl.filesystems import resolve_filesystem
@@ -112,30 +113,36 @@ def test_input_paths_expand_local_and_s3_globs(tmp_path, s3_data, s3_fs):
         input_paths(f"{s3_data}/nope/*", s3_fs)
 
 
+def check_columns(paths: list[str], filesystem: pafs.FileSystem, schema: dict[str, str],
+                  observation_space: gym.Space) -> None:
+    check_parquet_columns(InputListing.of(paths, filesystem, PARQUET_SUFFIXES), schema,
+                          observation_space)
+
+
 def test_s3_checks_name_the_path_file_and_column(s3_data, s3_fs, s3_kwargs):
-    check_parquet_columns([f"{s3_data}/cartpole", f"{BUCKET}/parts"], s3_fs, {}, SPACES[0])
+    check_columns([f"{s3_data}/cartpole", f"{BUCKET}/parts"], s3_fs, {}, SPACES[0])
     with pytest.raises(DataFormatError, match=r"^s3://offline-rl/no-new-obs/part\.parquet has "
                                               r"no column\(s\) \['new_obs'\]"):
-        check_parquet_columns([f"{s3_data}/no-new-obs"], s3_fs, {}, SPACES[0])
-    check_parquet_columns([f"{s3_data}/no-new-obs"], s3_fs, {"new_obs": "obs"}, SPACES[0])
+        check_columns([f"{s3_data}/no-new-obs"], s3_fs, {}, SPACES[0])
+    check_columns([f"{s3_data}/no-new-obs"], s3_fs, {"new_obs": "obs"}, SPACES[0])
     with pytest.raises(DataFormatError, match=r"^s3://offline-rl/parts/part-0\.parquet: column "
                                               r"'obs' holds arrays of shape \(4,\)"):
-        check_parquet_columns([f"{s3_data}/parts"], s3_fs, {},
-                              gym.spaces.Box(-1, 1, (3,), np.float32))
+        check_columns([f"{s3_data}/parts"], s3_fs, {},
+                      gym.spaces.Box(-1, 1, (3,), np.float32))
     for missing in (f"{s3_data}/nope", "s3://no-such-bucket/data"):
         with pytest.raises(FileNotFoundError,
                            match=f"input_='{missing}' does not exist on S3FileSystem"):
-            check_parquet_columns([missing], s3_fs, {}, SPACES[0])
+            check_columns([missing], s3_fs, {}, SPACES[0])
     with pytest.raises(DataFormatError, match=r"no Parquet files \(\*\.parquet\) under "
                                               r"'s3://offline-rl/notes'"):
-        check_parquet_columns([f"{s3_data}/notes"], s3_fs, {}, SPACES[0])
+        check_columns([f"{s3_data}/notes"], s3_fs, {}, SPACES[0])
     unreachable = pafs.S3FileSystem(
         **{**s3_kwargs, "endpoint_override": "127.0.0.1:1"}, connect_timeout=1,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1))
     with pytest.raises(DataNotFoundError, match=r"cannot read input_='s3://offline-rl/cartpole' "
                                                 r"through S3FileSystem: .*Check the path and "
                                                 r"input_filesystem_kw"):
-        check_parquet_columns([f"{s3_data}/cartpole"], unreachable, {}, SPACES[0])
+        check_columns([f"{s3_data}/cartpole"], unreachable, {}, SPACES[0])
 
 
 def test_offline_data_checks_s3_input_before_any_ray_work(bc_config, s3_data, s3_kwargs):

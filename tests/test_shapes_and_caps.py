@@ -24,6 +24,8 @@ from offline_rl.algorithms.iql import IQLConfig
 from offline_rl.codec import pack_episode_state
 from offline_rl.data.prelearner.call_output import train_columns
 from offline_rl.data.source.input_checks import check_parquet_columns
+from offline_rl.data.source.input_files import PARQUET_SUFFIXES
+from offline_rl.data.source.input_listing import InputListing
 from offline_rl.errors import DataFormatError, TrainingError
 from offline_rl.formats import parquet_footer
 from offline_rl.formats.parquet_footer import FooterCaps
@@ -216,20 +218,22 @@ def test_a_consistent_footer_over_the_cap_names_value_cap_and_constant(tmp_path)
     with pytest.raises(DataFormatError, match=r"declares 1099511627776 rows, over the cap of "
                                               r"4294967296 rows.*parquet_footer\."
                                               r"MAX_ROWS_PER_FILE = \.\.\."):
-        check_parquet_columns([str(bomb(tmp_path, episodes=False, consistent=True))], None, {},
-                              SPACES[0])
+        check_parquet_columns(InputListing.of(str(bomb(tmp_path, episodes=False,
+                                                       consistent=True)), None, PARQUET_SUFFIXES),
+                              {}, SPACES[0])
 
 
 def test_the_caps_are_configurable(tmp_path, monkeypatch):
     folder = str(write(pa.table({"obs": [[0.0] * 4] * 8, "new_obs": [[0.0] * 4] * 8,
                                  "actions": [0] * 8, "rewards": [1.0] * 8,
                                  "terminateds": [False] * 8}), tmp_path))
-    assert check_parquet_columns([folder], None, {}, SPACES[0]) is None  # the defaults
+    listing = InputListing.of(folder, None, PARQUET_SUFFIXES)
+    assert check_parquet_columns(listing, {}, SPACES[0]) is None  # the defaults
     with pytest.raises(DataFormatError, match="declares 8 rows in row group 0, over the cap of 4"):
-        check_parquet_columns([folder], None, {}, SPACES[0], FooterCaps(max_rows_per_row_group=4))
+        check_parquet_columns(listing, {}, SPACES[0], FooterCaps(max_rows_per_row_group=4))
     monkeypatch.setattr(parquet_footer, "MAX_ROW_GROUP_BYTES", 10)
     with pytest.raises(DataFormatError, match="uncompressed bytes in row group 0, over the cap"):
-        check_parquet_columns([folder], None, {}, SPACES[0])
+        check_parquet_columns(listing, {}, SPACES[0])
 
 
 CHILD = """

@@ -109,7 +109,7 @@ class MultiAgentAlgorithm(AlgorithmLifecycle):
                               f"{sorted(set(map(self.mapping.get, data_agents)))}; map agents "
                               "to them, or leave them out of policies_to_train")
         if policy_batches:
-            found = input_policy_ids(DataConfig(sections.offline_data))
+            found = input_policy_ids(data_config)
             idle = [module for module in multi_agent.trained_modules if module not in found]
             if idle and found:  # no policy ids: the PreLearners name the lines
                 raise ConfigError(

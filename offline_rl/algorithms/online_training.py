@@ -27,14 +27,12 @@ from offline_rl.data.pipeline.resources import env_runner_cpus
 from offline_rl.data.prelearner.module_weights import numpy_state
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.online_sampler import OnlineSampler
-from offline_rl.settings.sources import is_mixed, weighted_sources
 
 
 def sampler_cpus(config: Any) -> float:
     """The CPUs the sampler's env runners take (0 without ``"sampler"`` in ``input_``)."""
     sections = config.sections
-    input_ = sections.offline_data.input_
-    if not (is_mixed(input_) and weighted_sources(input_)[1]):
+    if not sections.offline_data.input_spec.sampler_share:
         return 0
     runners = sections.env_runners
     return runners.runner_actors * env_runner_cpus(runners.num_cpus_per_env_runner,

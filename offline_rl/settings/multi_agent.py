@@ -11,8 +11,8 @@ from typing import Any
 from offline_rl.errors import ConfigError
 from offline_rl.models.multi_rl_module import MultiRLModuleSpec, module_spec_of
 from offline_rl.names import DEFAULT_MODULE_ID
+from offline_rl.settings.offline_data import input_problem
 from offline_rl.settings.options import Rule, Section, option
-from offline_rl.settings.sources import is_mixed
 
 #: A module id also names the module's folder in a checkpoint.
 MODULE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -125,7 +125,7 @@ def multi_agent_problems(sections: Any) -> list[tuple[str, str]]:
         return module_spec_problems(sections)
     evaluation, offline_data = sections.evaluation, sections.offline_data
     unsupported = {
-        "input_": is_mixed(offline_data.input_),
+        "input_": input_problem(offline_data.input_) is None and offline_data.input_spec.mixed,
         "offline_data_class": offline_data.offline_data_class is not None,
         "evaluation_num_env_runners": bool(evaluation.evaluation_num_env_runners),
     }

@@ -30,7 +30,7 @@ from offline_rl.settings.options import (
     option,
     optional,
 )
-from offline_rl.settings.sources import is_mixed, mix_problem
+from offline_rl.settings.sources import InputSpec, is_mixed, mix_problem
 
 #: ``iter_batches`` keywords offline-rl sets itself.
 RESERVED_ITER_KWARGS = ("batch_size", "batch_format", "drop_last")
@@ -205,6 +205,17 @@ class OfflineDataConfig(Section):
     #: Write old-stack ``SampleBatch`` JSON lines, one per episode (RLlib's ``JsonWriter``
     #: format, what the old stack's ``output`` path wrote) rather than Parquet.
     output_write_sample_batches: bool = option(False, A_BOOL)
+
+    @property
+    def input_spec(self) -> InputSpec:
+        """``input_`` parsed (``InputSpec``; no sources while unset): what every reader of
+        ``input_`` reads. ``ConfigError`` naming the problem when ``input_`` is not valid."""
+        if self.input_ is None:
+            return InputSpec()
+        problem = input_problem(self.input_)
+        if problem:
+            raise ConfigError(f"input_: {problem}")
+        return InputSpec.of(self.input_)
 
     @property
     def reads_episodes(self) -> bool:

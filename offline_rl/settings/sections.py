@@ -12,12 +12,11 @@ from offline_rl.settings.evaluation import CheckpointingConfig, EvaluationConfig
 from offline_rl.settings.flat_access import SectionGroup
 from offline_rl.settings.hyperparameters import Hyperparameters
 from offline_rl.settings.multi_agent import MultiAgentConfig, multi_agent_problems
-from offline_rl.settings.offline_data import OfflineDataConfig
+from offline_rl.settings.offline_data import OfflineDataConfig, input_problem
 from offline_rl.settings.options import Section
 from offline_rl.settings.reporting import ReportingConfig
 from offline_rl.settings.resources import EnvRunnersConfig, LearnersConfig, ResourcesConfig
 from offline_rl.settings.rl_module import RLModuleConfig
-from offline_rl.settings.sources import is_mixed, mix_problem, weighted_sources
 from offline_rl.settings.training import TrainingConfig
 
 #: ``to_dict``'s sections (the builder methods), in the order it writes them.
@@ -62,9 +61,8 @@ class ConfigSections(SectionGroup):
             problems.append(("evaluation_interval", "evaluation needs an env (config."
                              "environment(env=...)) or off_policy_estimation_methods with "
                              "held-out data"))
-        input_ = self.offline_data.input_
-        samples = is_mixed(input_) and mix_problem(input_) is None \
-            and bool(weighted_sources(input_)[1])
+        samples = input_problem(self.offline_data.input_) is None \
+            and self.offline_data.input_spec.sampler_share > 0
         if self.environment.env is None and samples:
             problems.append(("input_", "'sampler' plays the policy in an env: set config."
                              "environment(env=...), or drop 'sampler' from input_"))

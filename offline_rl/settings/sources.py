@@ -16,9 +16,12 @@ for any such weights (``shares``: each is divided by the largest first, so ``1e3
 half and half, and ``1e-320`` alone is all); a weight too small beside another for its share
 to be a float above 0 (a ratio past about ``1e308``) is refused.
 
+``InputSpec.of`` parses any valid ``input_`` (``input_problem``) once into what its readers
+need: the sources, their shares, the sampler's, the custom input.
+
 Examples:
-    >>> sources, sampler = weighted_sources({"/data/expert": 3, "/data/medium": 1})
-    >>> [(source.input_, source.weight) for source in sources], sampler
+    >>> spec = InputSpec.of({"/data/expert": 3, "/data/medium": 1})
+    >>> [(source.input_, source.weight) for source in spec.sources], spec.sampler_share
     ([('/data/expert', 0.75), ('/data/medium', 0.25)], 0.0)
     >>> mix_problem({"/data/expert": 0.5, "sampler": -1})
     "source 'sampler': the weight must be a finite number above 0, got -1"
@@ -31,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +63,55 @@ class Source:
             return self.input_
         more = len(self.input_) - 1
         return self.input_[0] + (f" (+{more} more)" if more else "")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """``input_`` parsed (``OfflineDataConfig.input_spec``): its offline sources, each with its
+    share of a train batch and the read options it sets for itself (a plain ``input_`` is one
+    source of share 1); the share of online experience (``"sampler"``; 0 without); whether
+    ``input_`` is a mixing form, and the sum of its weights as given; and a callable custom
+    input (``custom``; a name ``register_input`` registered is a source, resolved by the data
+    layer's ``DataConfig.input_creator``).
+
+    Examples:
+        >>> spec = InputSpec.of({"/data/expert": 3, "sampler": 1})
+        >>> spec.paths, spec.sampler_share, spec.mixed, spec.weight_sum
+        (['/data/expert'], 0.25, True, 4.0)
+        >>> InputSpec.of(["/data/a", "/data/b"]).sources[0].name
+        '/data/a (+1 more)'
+    """
+
+    sources: tuple[Source, ...] = ()
+    sampler_share: float = 0.0
+    mixed: bool = False
+    weight_sum: float = 1.0
+    custom: Callable[..., Any] | None = None
+
+    @classmethod
+    def of(cls, input_: Any) -> InputSpec:
+        """The spec of a valid ``input_`` (``None``: no sources)."""
+        if callable(input_):
+            return cls(custom=input_)
+        if is_mixed(input_):
+            entries = _entries(input_)
+            weights = [float(weight) for _, weight, _ in entries]
+            parts = shares(weights)
+            sources = tuple(Source(paths, share, options) for (paths, _, options), share
+                            in zip(entries, parts) if paths != SAMPLER)
+            sampler = math.fsum(share for (name, _, _), share in zip(entries, parts)
+                                if name == SAMPLER)
+            return cls(sources, sampler, mixed=True, weight_sum=sum(weights))
+        if input_ is None:
+            return cls()
+        return cls((Source(input_ if isinstance(input_, str) else list(input_), 1.0),))
+
+    @property
+    def paths(self) -> list[str]:
+        """Every offline source's paths (or URIs, or globs), in order."""
+        return [path for source in self.sources
+                for path in ([source.input_] if isinstance(source.input_, str)
+                             else source.input_)]
 
 
 def is_mixed(input_: Any) -> bool:
@@ -141,17 +193,6 @@ def shares(weights: list[float]) -> list[float]:
     scaled = [weight / largest for weight in weights]
     total = math.fsum(scaled)
     return [part / total for part in scaled]
-
-
-def weighted_sources(input_: Any) -> tuple[list[Source], float]:
-    """The offline sources of a mixing ``input_`` (checked: ``mix_problem``) with their
-    weights divided by the sum of all weights, and the sampler's share (0 without one)."""
-    entries = _entries(input_)
-    parts = shares([float(weight) for _, weight, _ in entries])
-    sources = [Source(paths, share, options)
-               for (paths, _, options), share in zip(entries, parts) if paths != SAMPLER]
-    sampler = math.fsum(share for (name, _, _), share in zip(entries, parts) if name == SAMPLER)
-    return sources, sampler
 
 
 def _shown(name: Any) -> str:

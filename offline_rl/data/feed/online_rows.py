@@ -2,7 +2,7 @@
 env runners played, and how many of each batch's rows it supplies.
 
 ``input_={path: 1 - w, "sampler": w}`` trains on batches of which ``w`` comes from the
-environment. The data pipeline reads the offline source (``online_input.offline_part``); each
+environment. The data pipeline reads the offline source (``DataConfig.sampler_weight``); each
 learner keeps an ``OnlineRows``: the episodes the driver hands it every ``train()`` go into
 its ``EpisodeReplayBuffer``, and each train batch of ``B`` rows takes
 ``round((n + 1) w B) - round(n w B)`` rows from it (batch ``n``, counted from 0; so ``n``

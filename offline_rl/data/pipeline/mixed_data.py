@@ -51,7 +51,7 @@ from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.source.data_config import DataConfig, as_data_config
 from offline_rl.errors import DataFormatError, OfflineRLError, surface_errors, warn_at_caller
-from offline_rl.settings.sources import Source, is_mixed, weighted_sources
+from offline_rl.settings.sources import InputSpec, Source
 
 
 def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]
@@ -59,7 +59,7 @@ def open_offline_data(config: DataConfig | Any, spaces: tuple[gym.Space, gym.Spa
     """The data the algorithm trains on: a ``MixedData`` for a mixing ``input_``, else an
     ``OfflineData``."""
     config = as_data_config(config, spaces)
-    mixed = is_mixed(config.offline_data.input_)
+    mixed = config.offline_data.input_spec.mixed
     return MixedData(config, spaces) if mixed else OfflineData(config, spaces)
 
 
@@ -83,13 +83,13 @@ class MixedData(RLlibDataAttributes):
     def __init__(self, config: DataConfig | Any, spaces: tuple[gym.Space, gym.Space]):
         self.config = config = as_data_config(config, spaces)
         self.input_spaces = spaces
-        input_ = config.offline_data.input_
-        sources, _ = weighted_sources(input_)
+        spec = config.offline_data.input_spec
+        sources = spec.sources
         offline = sum(source.weight for source in sources)
         #: Each offline source's share of a train batch (the sampler's share left out).
         self.weights = [source.weight / offline for source in sources]
         self.names = [source.name for source in sources]
-        _warn_unless_normalized(input_)
+        _warn_unless_normalized(spec)
         self.sources = [self._open(source, len(sources)) for source in sources]
         first = self.sources[0]
         self.reads_episodes, self.needs_module = first.reads_episodes, first.needs_module
@@ -237,15 +237,11 @@ class MixedData(RLlibDataAttributes):
             self.stream = None
 
 
-def _warn_unless_normalized(input_: Any) -> None:
+def _warn_unless_normalized(spec: InputSpec) -> None:
     """One ``UserWarning``, at the first caller outside offline-rl, when the weights do not
     sum to 1: it names the shares they were divided into."""
-    sources, sampler = weighted_sources(input_)
-    weights = ([source.weight for source in sources]
-               + ([sampler] if sampler else []))
-    raw = (list(input_.values()) if isinstance(input_, dict)
-           else [item["weight"] for item in input_])
-    total = sum(float(weight) for weight in raw)
+    sources, sampler, total = spec.sources, spec.sampler_share, spec.weight_sum
+    weights = [source.weight for source in sources] + ([sampler] if sampler else [])
     if math.isclose(total, 1.0, rel_tol=1e-9):
         return
     names = [source.name for source in sources] + (["sampler"] if sampler else [])

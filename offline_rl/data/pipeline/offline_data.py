@@ -86,23 +86,23 @@ class OfflineData(RLlibDataAttributes):
         #: The data's observation and action spaces (``(None, None)`` when neither the config
         #: nor its env gives them: the input is then read, but not mapped).
         self.input_spaces = spaces
-        checked = check_input(config, spaces[0])
-        self.filesystem, self.paths = checked.filesystem, checked.paths
-        #: What Ray Data reads: the files listed and checked here (``CheckedInput.files``).
-        self.files = checked.files
-        #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
-        self.skipped_files = checked.skipped_files
         #: The columns every input file holds, when some hold more (``None``: all the same).
-        self.input_columns = checked.columns
+        self.input_columns = check_input(config, spaces[0])
+        listing = None if config.input_creator is not None else config.input_listing
+        self.filesystem = None if listing is None else listing.filesystem
+        self.paths = [] if listing is None else listing.paths
+        #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
+        self.skipped_files = [] if listing is None else listing.skipped
         self.reads_episodes = config.reads_episodes
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         self.batch_size = config.training.train_batch_size_per_learner
         #: How the pipeline runs its epochs, chosen now for the config's learners.
         self.plan = ExecutionPlan.of(config)
         self.needs_module = config.build_learner_connector(*spaces).needs_module
-        if (options.input_read_method == "read_parquet" and not options.input_read_sample_batches
-                and self.has_spaces and not self.needs_module):
-            check_first_rows(config, spaces, self.prelearner_class, self.paths, self.filesystem)
+        if (listing is not None and options.input_read_method == "read_parquet"
+                and not options.input_read_sample_batches and self.has_spaces
+                and not self.needs_module):
+            check_first_rows(config, spaces, self.prelearner_class)
         if self.needs_module and options.materialize_mapped_data:
             raise ConfigError(
                 "the learner connector needs the current module (a piece with "
@@ -265,8 +265,7 @@ class OfflineData(RLlibDataAttributes):
         checked at the start (``read_input``), with ``changes`` to the data options."""
         if self._given_data is not None:
             return self._given_data
-        return read_input(read_config(self.config, self.input_columns).with_data_options(**changes),
-                          self.files)
+        return read_input(read_config(self.config, self.input_columns).with_data_options(**changes))
 
     @property
     def overrides_sample(self) -> bool:
@@ -321,9 +320,10 @@ class OfflineData(RLlibDataAttributes):
         """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
         subclass gave, or a custom read method: their errors are left as they are)."""
         method = self.config.offline_data.input_read_method
-        if self._given_data is not None or not isinstance(method, str):
+        if (self._given_data is not None or not isinstance(method, str)
+                or self.config.input_creator is not None):
             return nullcontext()
-        return naming_damaged_files(self.paths, self.filesystem, method)
+        return naming_damaged_files(self.config.input_listing, method)
 
     @property
     def stats(self) -> StreamStats:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from offline_rl.columns import PATH_COLUMN
 from offline_rl.data.prelearner.prelearner import map_in_process
@@ -19,16 +18,14 @@ SAMPLE_EPISODES = 8
 
 
 def check_first_rows(config: DataConfig, spaces: tuple[gym.Space, gym.Space],
-                     prelearner_class: type, paths: list[str],
-                     filesystem: pafs.FileSystem | None) -> None:
-    """Maps the first rows of the first of ``paths`` through a ``prelearner_class`` built here
-    for the data's ``spaces``,
-    read as the pipeline reads them (``columns`` and ``filter`` of
-    ``input_read_method_kwargs``); raises what the PreLearner raises. Nothing is checked when
-    the files hold no rows."""
+                     prelearner_class: type) -> None:
+    """Maps the first rows of the input's first file (``DataConfig.input_listing``) through a
+    ``prelearner_class`` built here for the data's ``spaces``, read as the pipeline reads them
+    (``columns`` and ``filter`` of ``input_read_method_kwargs``); raises what the PreLearner
+    raises. Nothing is checked when the files hold no rows."""
     kwargs = config.offline_data.input_read_method_kwargs
     reads_episodes = config.reads_episodes
-    sample = first_rows(paths, filesystem, SAMPLE_EPISODES if reads_episodes else SAMPLE_ROWS,
+    sample = first_rows(config.input_listing, SAMPLE_EPISODES if reads_episodes else SAMPLE_ROWS,
                         columns=kwargs.get("columns"), row_filter=kwargs.get("filter"))
     if sample is None:
         return

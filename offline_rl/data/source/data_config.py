@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,9 @@ import pyarrow.compute as pc
 from connectors import ConnectorPipelineV2, default_learner_pipeline
 from offline_rl.columns import Columns
 from offline_rl.data.source.input_api import InputCreator, input_creator
-from offline_rl.data.source.online_input import offline_part
+from offline_rl.data.source.input_files import read_method_suffixes
+from offline_rl.data.source.input_listing import InputListing
+from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.tabular import resolve_schema
 from offline_rl.models.multi_rl_module import MultiRLModuleSpec
 from offline_rl.models.rl_module_spec import RLModuleSpec
@@ -30,8 +33,10 @@ from offline_rl.names import DEFAULT_MODULE_ID
 from offline_rl.settings.debugging import DebuggingConfig
 from offline_rl.settings.flat_access import FlatAccess
 from offline_rl.settings.offline_data import OfflineDataConfig
-from offline_rl.settings.sources import is_mixed
 from offline_rl.settings.training import TrainingConfig
+
+#: The ``offline_data`` options that decide which files ``DataConfig.input_listing`` lists.
+LISTED_BY = ("input_", "input_filesystem", "input_filesystem_kwargs", "input_read_method")
 
 
 @dataclass
@@ -71,7 +76,8 @@ class DataConfig(FlatAccess):
     #: ``offline_data``'s ``input_`` as a custom input's creator (a name ``register_input``
     #: registered is looked up where the config is made, in the driver), else ``None``.
     input_creator: InputCreator | None = None
-    #: The share of each train batch that ``input_``'s ``"sampler"`` supplies (0: none).
+    #: The share of each train batch that ``input_``'s ``"sampler"`` supplies (0: none). A mix
+    #: of one offline source and the sampler reads that source alone, with its read options.
     sampler_weight: float = 0.0
     #: The module this pipeline trains, of a multi-agent config (``None``: single-agent):
     #: it reads the rows of the agents ``agent_ids`` (tabular rows name their agent in
@@ -89,8 +95,13 @@ class DataConfig(FlatAccess):
                     self.offline_data.input_read_method_kwargs,
                     resolve_schema(self.offline_data.input_read_schema)[Columns.AGENT_ID],
                     self.agent_ids))
-        if is_mixed(self.offline_data.input_):
-            self.offline_data, self.sampler_weight = offline_part(self.offline_data)
+        spec = self.offline_data.input_spec
+        if spec.mixed:
+            self.sampler_weight = spec.sampler_share
+            if len(spec.sources) == 1:  # several: MixedData's to mix
+                (source,) = spec.sources
+                self.offline_data = dataclasses.replace(self.offline_data, input_=source.input_,
+                                                        **source.options)
         if self.input_creator is None:
             self.input_creator = input_creator(self.offline_data.input_)
 
@@ -100,11 +111,27 @@ class DataConfig(FlatAccess):
         custom input's SampleBatches)."""
         return self.offline_data.reads_episodes or self.input_creator is not None
 
+    @functools.cached_property
+    def input_listing(self) -> InputListing:
+        """The input files, listed the first time this is asked (``check_input``, before any
+        Ray work) and carried with this config, to the PreLearners too: the one listing that
+        the checks, the read and the messages naming a file read. A copy
+        (``with_data_options``) lists its own input again when asked."""
+        options = self.offline_data
+        return InputListing.of(
+            options.input_,
+            resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs),
+            read_method_suffixes(options.input_read_method))
+
     def with_data_options(self, **changes: Any) -> DataConfig:
         """A copy whose ``offline_data`` section is a copy with ``changes`` (the other
-        sections shared)."""
-        return dataclasses.replace(
+        sections shared), and this config's ``input_listing`` when it has one and ``changes``
+        leave the input's files as they are (no ``LISTED_BY`` option changes)."""
+        copied = dataclasses.replace(
             self, offline_data=dataclasses.replace(self.offline_data, **changes))
+        if "input_listing" in vars(self) and not changes.keys() & set(LISTED_BY):
+            vars(copied)["input_listing"] = self.input_listing
+        return copied
 
     def build_learner_connector(self, input_observation_space: gym.Space | None,
                                 input_action_space: gym.Space | None) -> ConnectorPipelineV2:

@@ -14,14 +14,7 @@ import pyarrow.dataset as pads
 
 from offline_rl.columns import EPISODE_AGENTS, Columns
 from offline_rl.data.source.data_config import DataConfig
-from offline_rl.data.source.input_files import (
-    JSON_SUFFIXES,
-    PARQUET_SUFFIXES,
-    input_paths,
-    list_data_files,
-)
 from offline_rl.errors import ConfigError, DataFormatError
-from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.episode_input import agent_names, decode_multi_agent_episode
 from offline_rl.formats.tabular import resolve_schema
 
@@ -112,14 +105,10 @@ def _agent_column(config: DataConfig) -> str:
 
 
 def _parquet_files(config: DataConfig) -> Iterator[tuple[pads.Dataset, str]]:
-    """Each Parquet file of the input, as a dataset and the name errors show."""
-    options = config.offline_data
-    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
-    for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
-                                 PARQUET_SUFFIXES):
-        for file in found.files:
-            yield pads.dataset(file, filesystem=found.filesystem, format="parquet"), \
-                found.shown(file)
+    """Each Parquet file of the input (``DataConfig.input_listing``), as a dataset and the name
+    errors show."""
+    for shown, filesystem, file in config.input_listing.data_files(with_uris=True):
+        yield pads.dataset(file, filesystem=filesystem, format="parquet"), shown
 
 
 def _row_agents(dataset: pads.Dataset, column: str, shown: str) -> list[str]:
@@ -180,22 +169,19 @@ def input_policy_ids(config: DataConfig) -> list[str]:
         >>> folder = tempfile.mkdtemp()
         >>> with open(f"{folder}/ma.json", "w") as file:
         ...     _ = file.write('{"type": "MultiAgentBatch", "policy_batches": {"b": {}, "a": {}}}')
-        >>> input_policy_ids(DataConfig(OfflineDataConfig(input_=folder)))
+        >>> input_policy_ids(DataConfig(OfflineDataConfig(
+        ...     input_=folder, input_read_method="read_json", input_read_sample_batches=True)))
         ['a', 'b']
     """
-    options = config.offline_data
-    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
     policies: set[str] = set()
-    for found in list_data_files(input_paths(options.input_, filesystem), filesystem,
-                                 JSON_SUFFIXES):
-        for file in found.files:
-            with found.filesystem.open_input_stream(file) as stream:
-                lines = stream.read().splitlines()
-            for line in lines:
-                try:
-                    batches = json.loads(line).get("policy_batches")
-                except (ValueError, RecursionError, AttributeError):
-                    continue
-                if isinstance(batches, dict):
-                    policies.update(map(str, batches))
+    for _, filesystem, file in config.input_listing.data_files(with_uris=True):
+        with filesystem.open_input_stream(file) as stream:
+            lines = stream.read().splitlines()
+        for line in lines:
+            try:
+                batches = json.loads(line).get("policy_batches")
+            except (ValueError, RecursionError, AttributeError):
+                continue
+            if isinstance(batches, dict):
+                policies.update(map(str, batches))
     return sorted(policies)

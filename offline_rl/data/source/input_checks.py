@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -22,16 +21,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
-from offline_rl.data.source.input_files import (
-    JSON_SUFFIXES,
-    PARQUET_SUFFIXES,
-    DataFiles,
-    input_paths,
-    list_data_files,
-    read_method_suffixes,
-)
+from offline_rl.data.source.input_files import JSON_SUFFIXES, DataFiles, list_data_files
+from offline_rl.data.source.input_listing import InputListing
 from offline_rl.errors import DataFormatError, warn_at_caller
-from offline_rl.filesystems import is_uri, resolve_filesystem
 from offline_rl.formats.json_nesting import check_json_nesting
 from offline_rl.formats.parquet_footer import FooterCaps, check_footer
 from offline_rl.formats.shapes import conforms
@@ -41,15 +33,14 @@ if TYPE_CHECKING:
     from offline_rl.data.source.data_config import DataConfig
 
 
-def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
-                          schema_overrides: dict[str, str],
+def check_parquet_columns(listing: InputListing, schema_overrides: dict[str, str],
                           observation_space: gym.Space | None,
                           caps: FooterCaps | None = None) -> list[str] | None:
     """Fails fast, before any Ray work, on missing paths, folders without Parquet files, missing
     columns, observations of the wrong shape or type, and footers that declare what the file
     cannot hold or more than ``caps`` (``offline_rl.formats.parquet_footer``). Reads the first
-    Parquet file's footer per path (every file's footer when local, so torn files are caught
-    too), locally or through ``filesystem``; URIs without a filesystem are left to Ray Data.
+    Parquet file's footer per path listed (every file's footer when local, so torn files are
+    caught too), locally or through the listing's filesystem.
 
     Returns the columns to read when the files hold different ones (``shared_columns``;
     ``None`` when they agree): a column some files lack (``action_logp``, say) is left out,
@@ -57,7 +48,7 @@ def check_parquet_columns(paths: list[str], filesystem: pafs.FileSystem | None,
     files."""
     schema = resolve_schema(schema_overrides)
     footers: dict[str, pa.Schema] = {}
-    for found in _checked_files(paths, filesystem, PARQUET_SUFFIXES):
+    for found in listing.found:
         first, fs = _first_file(found), found.filesystem
         footers[found.shown(first)] = _check_file(found.shown(first), fs, first, schema,
                                                   observation_space, caps)
@@ -106,13 +97,11 @@ def shared_columns(footers: dict[str, pa.Schema]) -> list[str] | None:
     return shared
 
 
-def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                          caps: FooterCaps | None = None) -> None:
+def require_parquet_files(listing: InputListing, caps: FooterCaps | None = None) -> None:
     """Fails fast, before any Ray work, on a path holding no Parquet files (for formats whose
     columns are checked later: episodes, SampleBatches) and on footers ``check_footer``
-    refuses (the first file's per path; every file's when local); URIs without a filesystem
-    are left to Ray Data."""
-    for found in _checked_files(paths, filesystem, PARQUET_SUFFIXES):
+    refuses (the first file's per path listed; every file's when local)."""
+    for found in listing.found:
         first, fs = _first_file(found), found.filesystem
         _read_schema(found.shown(first), fs, first, caps)
         if isinstance(fs, pafs.LocalFileSystem):
@@ -120,22 +109,13 @@ def require_parquet_files(paths: list[str], filesystem: pafs.FileSystem | None,
                 _read_schema(found.shown(file), fs, file, caps)
 
 
-def check_json_files(paths: list[str], filesystem: pafs.FileSystem | None) -> None:
-    """Scans every JSON input file (URIs without a filesystem are left to Ray Data) for
-    nesting deeper than ``MAX_JSON_DEPTH`` before Arrow's JSON reader, which would crash on
-    it, parses any: ``DataFormatError`` naming the file and line."""
-    for found in _checked_files(paths, filesystem, JSON_SUFFIXES):
-        for file in found.files:
-            with found.filesystem.open_input_stream(file) as stream:
-                check_json_nesting(stream, found.shown(file))
-
-
-def _checked_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                   suffixes: tuple[str, ...] | None) -> list[DataFiles]:
-    """The data files of each input path checked here: all but URIs without a filesystem,
-    which Ray Data resolves itself."""
-    return list_data_files([path for path in paths if filesystem is not None or not is_uri(path)],
-                           filesystem, suffixes)
+def check_json_files(listing: InputListing) -> None:
+    """Scans every JSON input file listed for nesting deeper than ``MAX_JSON_DEPTH`` before
+    Arrow's JSON reader, which would crash on it, parses any: ``DataFormatError`` naming the
+    file and line."""
+    for shown, filesystem, file in listing.data_files():
+        with filesystem.open_input_stream(file) as stream:
+            check_json_nesting(stream, shown)
 
 
 def _first_file(found: DataFiles) -> str:
@@ -153,83 +133,52 @@ def _first_file(found: DataFiles) -> str:
                           "a folder of Parquet files or set input_read_method")
 
 
-def first_rows(paths: list[str], filesystem: pafs.FileSystem | None, num_rows: int, *,
-               columns: list[str] | None = None,
+def first_rows(listing: InputListing, num_rows: int, *, columns: list[str] | None = None,
                row_filter: pads.Expression | None = None) -> tuple[str, pa.Table] | None:
     """The input's first file and up to ``num_rows`` of its first rows (of ``columns``, or all;
-    those ``row_filter`` keeps), read with pyarrow in this process (``None`` for URIs left to
+    those ``row_filter`` keeps), read with pyarrow in this process (``None`` for a URI left to
     Ray Data, and for no rows)."""
-    listing = _checked_files(paths[:1], filesystem, PARQUET_SUFFIXES)
-    if not listing or not listing[0].files:
+    found = listing.found[0] if listing.found else None
+    if found is None or found.path != listing.paths[0] or not found.files:
         return None
-    found, file = listing[0], listing[0].files[0]
+    file = found.files[0]
     table = pads.dataset(file, filesystem=found.filesystem, format="parquet").head(
         num_rows, columns=columns, filter=row_filter)
     return (found.shown(file), table) if table.num_rows else None
 
 
-@dataclass(frozen=True)
-class CheckedInput:
-    """The input as ``check_input`` found it, before any Ray work."""
+def check_input(config: DataConfig, observation_space: gym.Space) -> list[str] | None:
+    """Lists the input files in this process (``DataConfig.input_listing``: a file that is no
+    regular file inside its folder, or is over the size cap, fails naming it; the files
+    skipped are named in a warning), then checks, by the read method, their columns
+    (``check_parquet_columns``; episodes: ``require_parquet_files``) or their JSON
+    (``check_json_files``), so that the common errors name the file at once. Custom input
+    readers are checked as they read (``offline_rl.data.source.custom_input``).
 
-    filesystem: pafs.FileSystem | None
-    paths: list[str]
-    #: What Ray Data reads (``read_input``'s ``files``): the data files listed, as the user
-    #: names them, and the paths left to Ray Data to list (URIs without a filesystem), for
-    #: ``read_parquet`` and ``read_json``; ``None`` for other read methods (the paths).
-    files: list[str] | None
-    #: The input files skipped (broken symlinks, ...), each with why; counted as dropped.
-    skipped_files: list[str]
-    #: The columns every input file holds, when some hold more (``None``: all the same).
-    columns: list[str] | None
-
-
-def check_input(config: DataConfig, observation_space: gym.Space) -> CheckedInput:
-    """Lists and checks the input files in this process (``check_input_files``), then, by the
-    read method, their columns (``check_parquet_columns``; episodes: ``require_parquet_files``)
-    or their JSON (``check_json_files``), so that the common errors name the file at once.
-    Custom input readers are checked as they read (``offline_rl.data.source.custom_input``)."""
+    Returns the columns every input file holds, when some hold more (``None``: all the
+    same)."""
     options = config.offline_data
     if config.input_creator is not None:
-        return CheckedInput(None, [], None, [], None)
-    filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
-    paths = input_paths(options.input_, filesystem)
-    suffixes = read_method_suffixes(options.input_read_method)
-    listing = {found.path: found for found in check_input_files(paths, filesystem, suffixes)}
-    skipped = [entry for found in listing.values() for entry in found.skipped]
-    files = None if suffixes is None else [
-        file for path in paths
-        for file in (_shown_files(listing[path]) if path in listing else [path])]
-    columns = None
+        return None
+    listing = config.input_listing
+    _warn_skipped(listing.skipped)
     if options.input_read_method == "read_parquet" and not config.reads_episodes:
-        columns = check_parquet_columns(paths, filesystem, options.input_read_schema,
-                                        observation_space)
-    elif options.input_read_method == "read_parquet":
-        require_parquet_files(paths, filesystem)
+        return check_parquet_columns(listing, options.input_read_schema, observation_space)
+    if options.input_read_method == "read_parquet":
+        require_parquet_files(listing)
     elif options.input_read_method == "read_json":
-        check_json_files(paths, filesystem)
-    return CheckedInput(filesystem, paths, files, skipped, columns)
+        check_json_files(listing)
+    return None
 
 
-def _shown_files(found: DataFiles) -> list[str]:
-    return [found.shown(file) for file in found.files]
-
-
-def check_input_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                      suffixes: tuple[str, ...] | None) -> list[DataFiles]:
-    """Lists every input path before any Ray work (URIs without a filesystem are left to Ray
-    Data), so that a file that is no regular file inside its folder, or is over the size cap,
-    fails here naming it; returns the listing, after a warning naming the files skipped (broken
-    or looping symlinks, folders that cannot be listed), each with why."""
-    listing = _checked_files(paths, filesystem, suffixes)
-    skipped = [entry for found in listing for entry in found.skipped]
+def _warn_skipped(skipped: list[str]) -> None:
+    """A warning naming the input files skipped, each with why."""
     if skipped:
         shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
                                           if len(skipped) > 5 else "")
         warn_at_caller(f"skipped {len(skipped)} input file(s) that cannot be read: {shown}. "
                        "Fix or remove them (they are counted in result['data']['dropped']"
                        "['skipped_files'])")
-    return listing
 
 
 def _read_schema(shown: str, fs: pafs.FileSystem, file: str,

@@ -22,9 +22,8 @@ import pyarrow.parquet as pq
 
 from offline_rl.columns import Columns
 from offline_rl.compression import looks_compressed
-from offline_rl.data.source.input_files import input_paths, list_data_files, read_method_suffixes
+from offline_rl.data.source.input_listing import InputListing
 from offline_rl.errors import DataFormatError, error_chain, find_error
-from offline_rl.filesystems import resolve_filesystem
 from offline_rl.formats.tabular import column_to_numpy
 
 if TYPE_CHECKING:
@@ -34,21 +33,11 @@ if TYPE_CHECKING:
 SEARCH_BUDGET_S = 60.0
 
 
-def _input_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                 read_method: str = "read_parquet") -> list[tuple[str, pafs.FileSystem, str]]:
-    """``(shown, filesystem, path)`` of each input file (``list_data_files``): ``shown`` as the
-    user named it (``s3://bucket/key`` stays so), ``path`` as ``filesystem`` opens it."""
-    return [(found.shown(file), found.filesystem, file)
-            for found in list_data_files(paths, filesystem, read_method_suffixes(read_method))
-            for file in found.files]
-
-
-def locate_row(paths: list[str], filesystem: pafs.FileSystem | None,
-               identity: Mapping[str, Any]) -> str | None:
+def locate_row(listing: InputListing, identity: Mapping[str, Any]) -> str | None:
     """``"<file>, row <n>"`` (counted from 0 in that file) of the first row whose columns hold
     ``identity``'s values (``{"eps_id": "e3", "t": 17}``, or arrays: ``{"obs": [...]}``, NaN
     equal to NaN), reading only those columns; ``None`` when no file has it."""
-    for shown, fs, path in _input_files(paths, filesystem):
+    for shown, fs, path in listing.data_files(with_uris=True):
         try:
             table = pq.read_table(path, filesystem=fs, columns=list(identity))
             match = np.ones(table.num_rows, dtype=bool)
@@ -70,10 +59,9 @@ def _holds(values: np.ndarray, value: Any) -> np.ndarray:
     return same.reshape(len(values), -1).all(axis=1)
 
 
-def files_without(paths: list[str], filesystem: pafs.FileSystem | None,
-                  column: str) -> list[str]:
+def files_without(listing: InputListing, column: str) -> list[str]:
     """The Parquet input files whose footer has no ``column``."""
-    return [shown for shown, fs, path in _input_files(paths, filesystem)
+    return [shown for shown, fs, path in listing.data_files(with_uris=True)
             if column not in pq.read_schema(path, filesystem=fs).names]
 
 
@@ -108,7 +96,7 @@ class RowLocator:
                 identity = {name: table.column(name)[row].as_py() for name in names}
             else:
                 identity = self._row_values(table, row)
-            found = (locate_row(self._paths(), self._filesystem(), identity)
+            found = (locate_row(self.config.input_listing, identity)
                      if self._reads_parquet() and identity else None)
             shown = ", ".join(f"{name}={identity[name]!r}" for name in names)
             if found:
@@ -137,7 +125,7 @@ class RowLocator:
         column = next((name for name in names if table.column(name).null_count), None)
         if column is None:
             return None
-        lacking = (files_without(self._paths(), self._filesystem(), column)
+        lacking = (files_without(self.config.input_listing, column)
                    if self._reads_parquet() else [])
         if lacking:
             return DataFormatError(
@@ -151,14 +139,8 @@ class RowLocator:
 
     def _reads_parquet(self) -> bool:
         options = self.config.offline_data
-        return options.input_read_method == "read_parquet" and options.input_ is not None
-
-    def _filesystem(self) -> pafs.FileSystem | None:
-        return resolve_filesystem(self.config.offline_data.input_filesystem,
-                                  self.config.offline_data.input_filesystem_kwargs)
-
-    def _paths(self) -> list[str]:
-        return input_paths(self.config.offline_data.input_, self._filesystem())
+        return (options.input_read_method == "read_parquet" and options.input_ is not None
+                and self.config.input_creator is None)
 
 
 def read_failure(error: BaseException) -> BaseException | None:
@@ -171,8 +153,7 @@ def read_failure(error: BaseException) -> BaseException | None:
 
 
 @contextmanager
-def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
-                         read_method: str) -> Iterator[None]:
+def naming_damaged_files(listing: InputListing, read_method: str) -> Iterator[None]:
     """Turns a failed read of the input files that names no file (a corrupt Parquet page, a
     malformed JSON line, as Ray Data reports them) into a ``DataFormatError`` naming the file
     and its row group or line, found by reading the files again one at a time. Errors of
@@ -190,7 +171,7 @@ def naming_damaged_files(paths: list[str], filesystem: pafs.FileSystem | None,
                 "The rows read before it were trained on; the rest of this pass over the data "
                 "was not. Put the file back or leave it out of input_, then resume from the last "
                 "checkpoint") from None
-        damage = find_damaged_file(paths, filesystem, read_method)
+        damage = find_damaged_file(listing, read_method)
         if damage is None:
             raise
         raise DataFormatError(f"{damage}. The file is corrupt or truncated: re-write it, or "
@@ -211,7 +192,7 @@ def gone_file(error: BaseException) -> tuple[str, BaseException]:
     return found or (text if text and " " not in text else "an input file"), failure
 
 
-def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read_method: str,
+def find_damaged_file(listing: InputListing, read_method: str,
                       budget_s: float = SEARCH_BUDGET_S) -> str | None:
     """Reads the input files one at a time, as ``read_method`` does, until one fails: returns
     ``"<file>, <row group or line>: <what failed>"``, or ``None`` when none fails (or only
@@ -220,7 +201,7 @@ def find_damaged_file(paths: list[str], filesystem: pafs.FileSystem | None, read
     if reader is None:
         return None
     deadline = time.monotonic() + budget_s
-    for shown, fs, path in _input_files(paths, filesystem, read_method):
+    for shown, fs, path in listing.data_files(with_uris=True):
         if time.monotonic() > deadline:
             return None
         damage = reader(fs, path)

@@ -18,9 +18,6 @@ import ray.data
 
 from offline_rl.data.ray.stoppable_executions import materialize
 from offline_rl.data.source.custom_input import read_custom_input
-from offline_rl.data.source.input_files import (
-    input_paths,
-)
 from offline_rl.data.source.input_locator import gone_file
 from offline_rl.errors import ConfigError, DataNotFoundError
 from offline_rl.filesystems import absolute_path, filesystem_path, resolve_filesystem
@@ -95,7 +92,7 @@ def quiet_data_context(*, preserve_order: bool = False,
             os.environ.pop(FOOTER_READERS_ENV, None)
 
 
-def read_input(config: DataConfig, files: list[str] | None = None) -> ray.data.Dataset:
+def read_input(config: DataConfig) -> ray.data.Dataset:
     """``input_read_method(paths, filesystem=..., **input_read_method_kwargs)`` as a Dataset
     (``filesystem`` only when ``input_filesystem`` is set; paths then lose their scheme), or a
     custom input's readers (``read_custom_input``). A ``ray.data.read_*`` method's read tasks
@@ -103,12 +100,12 @@ def read_input(config: DataConfig, files: list[str] | None = None) -> ray.data.D
     is without end, so a reader that crashes on a file never stops), unless
     ``input_read_method_kwargs`` give ``ray_remote_args`` with ``max_retries``.
 
-    ``files`` (``CheckedInput.files``: what ``check_input`` listed and checked) are read
+    The files of ``config.input_listing`` (what ``check_input`` listed and checked) are read
     instead of the paths, so that Ray Data reads exactly those: one deleted or moved since is a
     ``DataNotFoundError`` naming it, not an epoch silently the smaller."""
     options = config.offline_data
     creator = config.input_creator
-    read = (_file_read(config, files) if creator is None else
+    read = (_file_read(config) if creator is None else
             lambda: read_custom_input(config, creator, max_retries=READ_MAX_RETRIES))
     seeded = config.debugging.seed is not None
     with quiet_data_context(preserve_order=seeded), warnings.catch_warnings():
@@ -117,8 +114,6 @@ def read_input(config: DataConfig, files: list[str] | None = None) -> ray.data.D
         try:
             dataset = read()
         except FileNotFoundError as error:
-            if files is None:
-                raise
             gone, failure = gone_file(error)
             detail = "" if str(failure) == gone else f" ({failure})"
             raise DataNotFoundError(
@@ -145,9 +140,9 @@ def read_config(config: DataConfig, input_columns: list[str] | None) -> DataConf
     return config.with_data_options(input_read_method_kwargs=kwargs)
 
 
-def _file_read(config: DataConfig, files: list[str] | None) -> Callable[[], ray.data.Dataset]:
-    """The read of the input files (``files`` when given, else the input's paths), as
-    ``read_input`` runs it."""
+def _file_read(config: DataConfig) -> Callable[[], ray.data.Dataset]:
+    """The read of the input files (``InputListing.read_files``), as ``read_input`` runs
+    it."""
     options = config.offline_data
     read = resolve_read_method(options.input_read_method)
     filesystem = resolve_filesystem(options.input_filesystem, options.input_filesystem_kwargs)
@@ -162,5 +157,5 @@ def _file_read(config: DataConfig, files: list[str] | None) -> Callable[[], ray.
                                      **kwargs.get("ray_remote_args", {})}
     # the read tasks' working folders are their own: local paths go absolute
     paths = [absolute_path(path) if filesystem is None else filesystem_path(path, filesystem)
-             for path in (input_paths(options.input_, filesystem) if files is None else files)]
+             for path in config.input_listing.read_files()]
     return lambda: read(paths, **kwargs)
