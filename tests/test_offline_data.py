@@ -61,13 +61,13 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
     try:
         assert data.plan is ExecutionPlan.MANY_EPOCHS_PER_EXECUTION
         data.sample()
-        prelearners = data._book.registered_actors()
+        prelearners = data.prelearners.book.registered_actors()
         assert prelearners and all(isinstance(actor, ray.actor.ActorHandle)
                                    for actor in prelearners)
         while data.stats.epochs_completed < 3:
             data.sample()
         assert data.stats.epoch_rows == [20_000] * 3
-        assert data._book.registered_actors() == prelearners  # no new pool per epoch
+        assert data.prelearners.book.registered_actors() == prelearners  # no new pool per epoch
         assert "MapBatches(EpochsPreLearner)" in data.pipeline_stats()["operators"]
         data.sample(3000)  # mid-epoch: 3000 rows into the fourth epoch's 20k
         position = data.stream_position()
@@ -156,7 +156,7 @@ def test_a_process_keeps_its_pipelines_books_in_one_ledger_started_again_if_it_d
     for _ in range(2):
         data = OfflineData(bc_config, SPACES).start()
         data.sample()
-        book = data._book
+        book = data.prelearners.book
         assert len(book.registered_actors()) == 1
         data.stop()
         ledgers.append(book.ledger)

@@ -98,6 +98,16 @@ def test_a_trial_reserves_what_it_starts():
     assert trial_bundles(config) == [{"CPU": 2.0, "GPU": 1.0}, {"CPU": 9.0}]
 
 
+def test_a_trial_reserves_the_samplers_and_the_offline_evaluation_runners():
+    # Issue 70: the trial's bundles are the run's ResourcePlan, every runner included.
+    config = (BCConfig().environment("CartPole-v1")
+              .offline_data(input_={"data": 0.8, "sampler": 0.2})
+              .env_runners(num_env_runners=2, num_cpus_per_env_runner=0.5)
+              .evaluation(num_offline_eval_runners=3, num_cpus_per_offline_eval_runner=0.25))
+    # itself | read + 1 PreLearner + 2 sampler runners x 0.5 + 3 x 0.25 + 0.5 for their pipeline
+    assert trial_bundles(config) == [{"CPU": 1.0}, {"CPU": 4.25}]
+
+
 def test_a_trial_left_at_auto_fits_the_cluster_and_numbers_given_are_kept():
     config = (BCConfig().offline_data(map_batches_kwargs={"concurrency": 2})
               .evaluation(evaluation_num_env_runners=1))

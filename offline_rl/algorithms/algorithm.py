@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,17 +10,14 @@ import gymnasium as gym
 
 from offline_rl.algorithms import checkpoint
 from offline_rl.algorithms.algorithm_lifecycle import AlgorithmLifecycle
+from offline_rl.algorithms.env_evaluation_rounds import EnvEvaluationRounds, recording_config
 from offline_rl.algorithms.module_statistics import with_observation_statistics
 from offline_rl.algorithms.ray_start import start_ray
 from offline_rl.algorithms.train_results import data_figures, learner_results, merged_rounds
 from offline_rl.data.pipeline.mixed_data import open_offline_data
-from offline_rl.data.pipeline.resources import PIPELINE_CPUS, env_runner_cpus
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.errors import ConfigError, name_iteration, surface_errors
-from offline_rl.evaluation.action_wrappers import env_to_make
-from offline_rl.evaluation.env_evaluation import EnvEvaluator
-from offline_rl.evaluation.env_limits import check_env_spaces, evaluation_limits
-from offline_rl.evaluation.smoothing import SmoothedEpisodes
+from offline_rl.evaluation.env_limits import check_env_spaces
 from offline_rl.models.multi_rl_module import MultiRLModule
 from offline_rl.names import (
     COMPONENT_LEARNER,
@@ -42,8 +36,8 @@ from offline_rl.names import (
     TRAINING_ITERATION_TIMER,
     TRAINING_STEP_TIMER,
 )
-from offline_rl.recording.recorder import Recorder, check_output, checked_env_runner_cpus
-from offline_rl.recording.recorder_config import RecorderConfig
+from offline_rl.recording.recorder import check_output
+from offline_rl.settings.resource_plan import ResourcePlan
 
 if TYPE_CHECKING:
     from offline_rl.algorithms.algorithm_config import AlgorithmConfig
@@ -54,14 +48,12 @@ if TYPE_CHECKING:
     )
     from offline_rl.algorithms.online_training import OnlineTraining
     from offline_rl.core.learner_group import LearnerGroup
-    from offline_rl.evaluation.evaluation_runners import EvaluationRunners
     from offline_rl.evaluation.off_policy.policy import Policy
 
 #: What ``restore_from_path(component=...)`` loads (``None``: the whole checkpoint).
 RESTORABLE_COMPONENTS = (None, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE,
                          f"{COMPONENT_RL_MODULE}/{DEFAULT_MODULE_ID}",
                          *("/".join(checkpoint.COMPONENT_PATH[:depth]) for depth in (2, 3, 4)))
-MAX_EVALUATION_ENVS = 8
 #: The torch side (learners, torch evaluation), imported while Ray starts: neither waits.
 TORCH_MODULES = ("offline_rl.core.learner_group", "offline_rl.core.random_states",
                  "offline_rl.algorithms.held_out_losses",
@@ -108,33 +100,27 @@ class Algorithm(AlgorithmLifecycle):
         return get_algorithm_config_class(cls.__name__)()
 
     def __init__(self, config: AlgorithmConfig):
-        self.evaluator = None
-        self.evaluation_runners: EvaluationRunners | None = None
+        #: What ``evaluate()`` plays in the env (``None`` without an env).
+        self.env_evaluation: EnvEvaluationRounds | None = None
         self.off_policy_evaluation: OffPolicyEvaluation | None = None
         self.held_out_losses: HeldOutLosses | None = None
         self.offline_eval_runner_group: OfflineEvaluationRunnerGroup | None = None
-        self.recorder: Recorder | None = None
         self.offline_data: TrainingData | None = None
         self.learner_group: LearnerGroup | None = None
         self.online: OnlineTraining | None = None  # the "sampler" of input_
         super().__init__(config)
-        self._smoothed = SmoothedEpisodes(
-            self.config.sections.reporting.metrics_num_episodes_for_smoothing)
 
     def _build(self) -> None:
         sections = self.config.sections
         environment, evaluation = sections.environment, sections.evaluation
         if environment.env is not None:
-            self.evaluator = EnvEvaluator(
-                env_to_make(environment), environment.env_config,
-                num_envs=min(evaluation.evaluation_duration, MAX_EVALUATION_ENVS),
-                seed=sections.debugging.seed, limits=evaluation_limits(sections),
-            )
-            check_env_spaces(self.evaluator.envs[0], self.config.given_module_spaces())
+            self.env_evaluation = EnvEvaluationRounds(self.config)
+            check_env_spaces(self.env_evaluation.evaluator.envs[0],
+                             self.config.given_module_spaces())
         spaces = self.observation_space, self.action_space = self._spaces()
         output = sections.offline_data.output
         if output:
-            check_output(self.recording_config(), input_=sections.offline_data.input_,
+            check_output(recording_config(self.config), input_=sections.offline_data.input_,
                          evaluation_input=sections.evaluation.evaluation_config.get("input_"))
         offline_data_class = self.config.resolved_offline_data_class()
         if offline_data_class is None:
@@ -144,19 +130,17 @@ class Algorithm(AlgorithmLifecycle):
         else:  # a custom class may use Ray as it is built
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
-        if output and self.evaluator is not None:
-            checked_env_runner_cpus(self.recording_config(), beside=PIPELINE_CPUS)
+        #: What each part of the run holds, sized for the cluster once (the recorder's
+        #: runners checked now).
+        self.resources = ResourcePlan.of(sections)
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation
         from offline_rl.algorithms.offline_evaluation_runner_group import (
-            GROUP_PIPELINE_CPUS,
             OfflineEvaluationRunnerGroup,
-            offline_eval_runner_cpus,
         )
-        from offline_rl.algorithms.online_training import OnlineTraining, sampler_cpus
+        from offline_rl.algorithms.online_training import OnlineTraining
         from offline_rl.core.learner_group import LearnerGroup
-        from offline_rl.evaluation.evaluation_runners import EvaluationRunners
 
         # Held-out data is read before the learners' stream takes the CPUs.
         if evaluation.off_policy_estimation_methods:
@@ -165,35 +149,20 @@ class Algorithm(AlgorithmLifecycle):
             self.held_out_losses = HeldOutLosses(self.config, spaces, self.offline_data)
         spec = with_observation_statistics(self.config, self.config.get_rl_module_spec(*spaces),
                                            self.offline_data)
-        if self.evaluator is not None:
-            self.evaluator.adapt_to(spec.observation_space, spec.action_space)
-        runners = evaluation.evaluation_num_env_runners if self.evaluator and not output else 0
-        cpus_per_runner = env_runner_cpus(sections.env_runners.num_cpus_per_env_runner, runners)
-        group_cpus = 0.0
-        if evaluation.evaluates_training_input():  # RLlib's offline evaluation runners
-            eval_runner_cpus = offline_eval_runner_cpus(
-                self.config, beside=PIPELINE_CPUS + GROUP_PIPELINE_CPUS)
-            group_cpus = (GROUP_PIPELINE_CPUS
-                          + evaluation.num_offline_eval_runners * eval_runner_cpus)
+        if self.env_evaluation is not None:
+            self.env_evaluation.evaluator.adapt_to(spec.observation_space, spec.action_space)
         self.learner_group = LearnerGroup(self.config.learner_config(spec), self.offline_data,
-                                          reserved_cpus=runners * cpus_per_runner + group_cpus
-                                          + sampler_cpus(self.config))
+                                          resources=self.resources)
         if spec.load_state_path is not None:
             self._load_module_state(spec.load_state_path)
         if evaluation.evaluates_training_input():
             self.offline_eval_runner_group = OfflineEvaluationRunnerGroup(
                 self.config, local_runner=not evaluation.num_offline_eval_runners,
-                module_spec=spec, runner_cpus=eval_runner_cpus)
+                module_spec=spec, runner_cpus=self.resources.offline_eval_runners.cpus)
         self.online = OnlineTraining.build(self.config, self.learner_group, self.offline_data,
                                            spec)
-        if runners:
-            self.evaluation_runners = EvaluationRunners(
-                env_to_make(environment), environment.env_config, spec, num_runners=runners,
-                num_cpus=cpus_per_runner,
-                seed=sections.debugging.seed,
-                max_envs=min(math.ceil(evaluation.evaluation_duration / runners),
-                             MAX_EVALUATION_ENVS),
-                limits=evaluation_limits(sections))
+        if self.resources.evaluation_runners.count:
+            self.env_evaluation.start_runners(spec, self.resources.evaluation_runners)
 
     def _load_module_state(self, path: str | Path) -> None:
         """The module weights of the checkpoint at ``path`` (``RLModuleSpec.load_state_path``:
@@ -205,16 +174,9 @@ class Algorithm(AlgorithmLifecycle):
                               f"{'/'.join(checkpoint.COMPONENT_PATH[:3])}")
         self.restore_from_path(path, component=named)
 
-    def recording_config(self) -> RecorderConfig:
-        """``evaluate()``'s recorder settings: ``evaluation_num_env_runners`` actors, if set."""
-        config = self.config.recorder_config()
-        runners = self.config.sections.evaluation.evaluation_num_env_runners
-        config.env_runners = dataclasses.replace(
-            config.env_runners, num_env_runners=runners or config.env_runners.num_env_runners)
-        return config
-
     def _spaces(self) -> tuple[gym.Space, gym.Space]:
-        environment, evaluator = self.config.sections.environment, self.evaluator
+        environment = self.config.sections.environment
+        evaluator = None if self.env_evaluation is None else self.env_evaluation.evaluator
         return (environment.observation_space or getattr(evaluator, "observation_space", None),
                 environment.action_space or getattr(evaluator, "action_space", None))
 
@@ -250,10 +212,11 @@ class Algorithm(AlgorithmLifecycle):
         started = time.perf_counter()
         interval = self.config.sections.evaluation.evaluation_interval
         evaluate_now = bool(interval) and (self.iteration + 1) % interval == 0
-        parallel = (evaluate_now and self.evaluation_runners is not None
+        parallel = (evaluate_now and self.env_evaluation is not None
+                    and self.env_evaluation.runners is not None
                     and self.config.sections.evaluation.evaluation_parallel_to_training)
         # In parallel, the runners play the weights from before this iteration's updates.
-        pending = self._start_evaluation() if parallel else None
+        pending = self.env_evaluation.start(self.module) if parallel else None
         sampled = None if self.online is None else self.online.before_update()
         try:
             with self.offline_data.naming_damaged_files():
@@ -339,43 +302,18 @@ class Algorithm(AlgorithmLifecycle):
         return self._evaluation(None)
 
     def _evaluation(self, pending: tuple[float, Any] | None) -> dict[str, Any]:
-        if self.evaluator is None and self.off_policy_evaluation is None:
+        env = self.env_evaluation
+        if env is None and self.off_policy_evaluation is None:
             raise ConfigError("evaluate() needs an env (config.environment(env=...)) or "
                               "off_policy_estimation_methods with held-out data")
         result: dict[str, Any] = {}
-        if self.evaluator is not None and self.config.sections.offline_data.output:
-            result = self._record()
-        elif self.evaluator is not None:
-            result = self._finish_evaluation(*(pending or self._start_evaluation()))
+        if env is not None and env.records:
+            result = env.record(self.module, self.resources.recorder_runners)
+        elif env is not None:
+            result = env.finish(self.module, *(pending or env.start(self.module)))
         if self.off_policy_evaluation is not None:
             result[OFF_POLICY_ESTIMATION] = self.off_policy_evaluation.estimate(self.module)
         return result
-
-    def _start_evaluation(self) -> tuple[float, Any]:
-        if self.evaluation_runners is None:
-            return time.perf_counter(), None
-        weights = self.module.state_dict()
-        return time.perf_counter(), self.evaluation_runners.start(
-            weights, self.config.sections.evaluation.evaluation_duration)
-
-    def _finish_evaluation(self, started: float, pending: Any) -> dict[str, Any]:
-        if pending is None:
-            returns, lengths = self.evaluator.evaluate_episodes(
-                self.module.compute_actions, self.config.sections.evaluation.evaluation_duration)
-        else:
-            returns, lengths = self.evaluation_runners.episodes(pending)
-        return {ENV_RUNNER_RESULTS: self._smoothed.statistics(returns, lengths),
-                "evaluation_time_s": time.perf_counter() - started}
-
-    def _record(self) -> dict[str, Any]:
-        started = time.perf_counter()
-        policy = copy.deepcopy(self.module).cpu()
-        if self.recorder is None:
-            self.recorder = Recorder(self.recording_config(), policy, beside_cpus=PIPELINE_CPUS)
-            policy = None
-        recorded = self.recorder.record(self.config.sections.evaluation.evaluation_duration,
-                                        policy=policy, progress=False)
-        return {ENV_RUNNER_RESULTS: recorded, "evaluation_time_s": time.perf_counter() - started}
 
     def save_to_path(self, path: str | Path) -> str:
         """Writes a checkpoint folder (weights, optimizer, config, counters); returns its path."""
@@ -442,15 +380,11 @@ class Algorithm(AlgorithmLifecycle):
         """Stops the recorder (flushing what it buffers), the learners, the data stream and
         envs, and Ray if this algorithm started it. The recorder goes first: its actors' CPUs
         may be what the data stream waits for to finish its current pass."""
-        if self.recorder is not None:
-            self.recorder.stop()
-            self.recorder = None
+        if self.env_evaluation is not None:
+            self.env_evaluation.stop_actors()
         if self.online is not None:
             self.online.stop()
             self.online = None
-        if self.evaluation_runners is not None:
-            self.evaluation_runners.stop()
-            self.evaluation_runners = None
         if self.offline_eval_runner_group is not None:
             self.offline_eval_runner_group.stop()
             self.offline_eval_runner_group = None
@@ -459,7 +393,7 @@ class Algorithm(AlgorithmLifecycle):
             self.learner_group = None
         if self.offline_data is not None:
             self.offline_data.stop()
-        if self.evaluator is not None:
-            self.evaluator.close()
+        if self.env_evaluation is not None:
+            self.env_evaluation.close()
         super().stop()
 

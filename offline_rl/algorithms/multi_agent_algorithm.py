@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offline_rl.algorithms import checkpoint
-from offline_rl.algorithms.algorithm import MAX_EVALUATION_ENVS, TORCH_MODULES, Algorithm
+from offline_rl.algorithms.algorithm import TORCH_MODULES, Algorithm
 from offline_rl.algorithms.algorithm_lifecycle import AlgorithmLifecycle
+from offline_rl.algorithms.env_evaluation_rounds import MAX_EVALUATION_ENVS
 from offline_rl.algorithms.module_mapping import (
     Spaces,
     agent_mapping,

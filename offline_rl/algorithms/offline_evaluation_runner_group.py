@@ -14,29 +14,15 @@ import ray
 from offline_rl.algorithms.offline_evaluation_runner import OfflineEvaluationRunner
 from offline_rl.algorithms.offline_policy_evaluation_runner import OfflinePolicyEvaluationRunner
 from offline_rl.data.pipeline.offline_data import OfflineData
-from offline_rl.data.pipeline.resources import env_runner_cpus, side_by_side_options
+from offline_rl.data.pipeline.resources import side_by_side_options
 from offline_rl.errors import ConfigError, TrainingError
 from offline_rl.names import ALL_MODULES, COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
+from offline_rl.settings.resource_plan import OFFLINE_EVAL_PIPELINE_SHARE, offline_eval_runner_cpus
 
-#: How many pipelines' share of CPUs the group's own pipeline takes (its read tasks and its
-#: PreLearner actor): a quarter, so that it fits beside training on a 2-CPU machine.
-PIPELINE_SHARE = 4
-#: CPUs the group's pipeline holds: a quarter of a read task and of a 1-CPU PreLearner.
-GROUP_PIPELINE_CPUS = 2.0 / PIPELINE_SHARE
 #: Counts that add up across runners; the other figures are row-weighted means.
 SUMMED = ("num_env_steps_sampled", "num_env_steps_sampled_lifetime", "num_module_steps_sampled",
           "num_module_steps_sampled_lifetime", "dataset_num_iters_evaluated",
           "dataset_num_iters_evaluated_lifetime")
-
-
-def offline_eval_runner_cpus(config: Any, beside: float) -> float:
-    """CPUs per remote runner: ``num_cpus_per_offline_eval_runner``, or for ``"auto"`` 1 where
-    ``num_offline_eval_runners`` of them fit beside ``beside`` CPUs, else 0 (shared)."""
-    evaluation = config.sections.evaluation
-    return env_runner_cpus(evaluation.num_cpus_per_offline_eval_runner,
-                           evaluation.num_offline_eval_runners, beside=beside,
-                           option="num_cpus_per_offline_eval_runner",
-                           runners="offline evaluation runners")
 
 
 class OfflineEvaluationRunnerGroup:
@@ -73,7 +59,8 @@ class OfflineEvaluationRunnerGroup:
             OfflinePolicyEvaluationRunner if estimates else OfflineEvaluationRunner)
         data = config.sections.offline_data
         own = config.copy().offline_data(**side_by_side_options(
-            data.map_batches_kwargs, data.input_read_method_kwargs, PIPELINE_SHARE))
+            data.map_batches_kwargs, data.input_read_method_kwargs,
+            OFFLINE_EVAL_PIPELINE_SHARE))
         self._offline_data = OfflineData(own)
         if spaces is not None:
             self._offline_data.spaces = dict(spaces)
@@ -88,7 +75,7 @@ class OfflineEvaluationRunnerGroup:
             self.local_runner = self._runner_cls(config=config, module_spec=module_spec)
             self.local_runner.set_dataset_iterator(iterator=self._offline_data_iterators[0])
         else:
-            cpus = (offline_eval_runner_cpus(config, beside=0) if runner_cpus is None
+            cpus = (offline_eval_runner_cpus(evaluation, beside=0) if runner_cpus is None
                     else runner_cpus)
             actor_class = ray.remote(num_cpus=cpus, max_restarts=0,
                                      resources=evaluation.custom_resources_per_offline_eval_runner

@@ -23,20 +23,9 @@ from typing import Any
 
 from offline_rl.core.learner_group import LearnerGroup
 from offline_rl.data.pipeline.offline_data import OfflineData
-from offline_rl.data.pipeline.resources import env_runner_cpus
 from offline_rl.data.prelearner.module_weights import numpy_state
 from offline_rl.models.rl_module_spec import RLModuleSpec
 from offline_rl.recording.online_sampler import OnlineSampler
-
-
-def sampler_cpus(config: Any) -> float:
-    """The CPUs the sampler's env runners take (0 without ``"sampler"`` in ``input_``)."""
-    sections = config.sections
-    if not sections.offline_data.input_spec.sampler_share:
-        return 0
-    runners = sections.env_runners
-    return runners.runner_actors * env_runner_cpus(runners.num_cpus_per_env_runner,
-                                                   runners.runner_actors)
 
 
 def env_steps_per_round(data_config: Any) -> int:
@@ -72,7 +61,8 @@ class OnlineTraining:
         self.env_steps_per_round = env_steps_per_round(data_config)
         self.learner_group = learner_group
         self.sampler = OnlineSampler(config.recorder_config(), module_spec,
-                                     record=bool(config.sections.offline_data.output))
+                                     record=bool(config.sections.offline_data.output),
+                                     num_cpus=learner_group.resources.sampler_runners.cpus)
 
     @classmethod
     def build(cls, config: Any, learner_group: LearnerGroup, offline_data: OfflineData,

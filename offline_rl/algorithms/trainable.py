@@ -42,10 +42,10 @@ from offline_rl.algorithms.registry import (
     register_config_classes_with_tune,
     registered_algorithms,
 )
-from offline_rl.data.pipeline.resources import AUTO, READ_TASK_CPUS, pool_range
 from offline_rl.errors import ResourceError, warn_at_caller
 from offline_rl.names import EVALUATION_RESULTS
 from offline_rl.placement import current_placement_group
+from offline_rl.settings.resource_plan import AUTO, ResourcePlan, pool_range
 
 if TYPE_CHECKING:
     # Registering runs whenever offline_rl and ray.tune are both imported, possibly while a
@@ -117,32 +117,12 @@ class AlgorithmTrainable(tune.Trainable):
 
 
 def trial_bundles(config: AlgorithmConfig) -> list[dict[str, float]]:
-    """A trial's placement group: ``num_cpus_for_main_process`` (and the local learner's GPU),
-    then the read task, the PreLearner pool at its largest, the remote learners and the env
-    runner actors (``evaluation_num_env_runners``, or ``num_env_runners`` when recording).
-    CPU options left at ``"auto"`` count 1 CPU (``fit_trial`` shrinks them); amounts are
-    rounded to Ray's granularity, 1e-4."""
-    sections = config.sections
-    learners, env_runners = sections.learners, sections.env_runners
-    remote = learners.num_learners
-    learner_cpus = learners.num_cpus_per_learner
-    if learner_cpus == AUTO:
-        learner_cpus = 0 if learners.num_gpus_per_learner else 1
-    pool = dict(sections.offline_data.map_batches_kwargs)
-    _, actors = pool_range(pool.get("concurrency", 1))
-    main_cpus, runner_cpus, actor_cpus = (
-        1.0 if value == AUTO else value for value in (
-            sections.resources.num_cpus_for_main_process, env_runners.num_cpus_per_env_runner,
-            pool.get("num_cpus", AUTO)))
-    runners = sections.evaluation.evaluation_num_env_runners or (
-        env_runners.runner_actors if sections.offline_data.output else 0)
-    main = {"CPU": main_cpus, "GPU": 0 if remote else learners.num_gpus_per_learner}
-    work = {"CPU": READ_TASK_CPUS + actors * actor_cpus + remote * learner_cpus
-            + runners * runner_cpus,
-            "GPU": actors * pool.get("num_gpus", 0) + remote * learners.num_gpus_per_learner}
-    bundles = [{name: round(float(amount), 4) for name, amount in bundle.items() if amount}
-               for bundle in (main, work)]
-    return [bundle for bundle in bundles if bundle]
+    """A trial's placement group (``ResourcePlan.requested(...).bundles()``):
+    ``num_cpus_for_main_process`` (and the local learner's GPU), then the read task, the
+    PreLearner pool at its largest, the remote learners and the runner actors (evaluation's or
+    the recorder's env runners, the offline evaluation runners with their pipeline, the
+    sampler's). CPU options left at ``"auto"`` count 1 CPU (``fit_trial`` shrinks them)."""
+    return ResourcePlan.requested(config.sections).bundles()
 
 
 def fit_trial(config: AlgorithmConfig, cpus: float, *, warn: bool = True) -> AlgorithmConfig:

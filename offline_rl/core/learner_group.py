@@ -14,12 +14,12 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.core.state_file import load_state_file
-from offline_rl.data.pipeline.resources import learner_cpus
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.data.source.data_config import DataConfig
 from offline_rl.errors import OfflineRLError, ResourceError
 from offline_rl.placement import check_fits, scheduling_options, usable_resources
+from offline_rl.settings.resource_plan import ResourcePlan
 
 #: Seconds to wait for the cluster to place the learners before giving up with an error.
 PLACEMENT_TIMEOUT_S = 60
@@ -57,7 +57,7 @@ class LearnerGroup:
     """
 
     def __init__(self, config: LearnerConfig, offline_data: TrainingData, *,
-                 reserved_cpus: float = 0):
+                 resources: ResourcePlan | None = None):
         module_spec = config.module_spec
         self.config = config
         self.offline_data = offline_data
@@ -69,29 +69,29 @@ class LearnerGroup:
         self._module_steps = -1
         #: Optimizer steps taken so far.
         self.num_steps = 0
+        #: The CPUs and GPUs of the run (``ResourcePlan.of_learners`` when not given: the
+        #: learners alone).
+        self.resources = resources or ResourcePlan.of_learners(
+            config.learners, config.offline_data, usable_resources())
         if self.num_learners == 0:
             feed = offline_data.feeds(0)[0]
-            offline_data.start(reserved_cpus=reserved_cpus)
+            offline_data.start(resources=self.resources)
             self._local = LearnerWorker(config)
             self._local.attach(feed)
             offline_data.learner_handles = [self._local.learner]
         else:
             self._module = module_spec.build()
             try:
-                self._start_actors(module_spec, reserved_cpus)
+                self._start_actors(module_spec)
             except BaseException:
                 self.stop()
                 raise
         self._publish_weights()
 
-    def _start_actors(self, module_spec: Any, reserved_cpus: float) -> None:
+    def _start_actors(self, module_spec: Any) -> None:
         config, n = self.config, self.num_learners
         cluster = usable_resources()
-        cpus = learner_cpus(config.learners.num_cpus_per_learner, n,
-                            config.learners.num_gpus_per_learner,
-                            config.offline_data.map_batches_kwargs,
-                            {**cluster, "CPU": cluster.get("CPU", 0) - reserved_cpus})
-        gpus = config.learners.num_gpus_per_learner
+        cpus, gpus = self.resources.learners.cpus, self.resources.learners.gpus
         bundle = {name: amount for name, amount in (("CPU", cpus), ("GPU", gpus)) if amount}
         for name, amount in bundle.items():
             check_fits(f"{n} learner(s) x {amount:g} {name}", {name: n * amount},
@@ -118,7 +118,7 @@ class LearnerGroup:
                                   **options[rank]).remote(config)
             for rank in range(n)
         ]
-        self.offline_data.build(reserved_cpus=n * cpus + reserved_cpus)
+        self.offline_data.build(resources=self.resources)
         self.offline_data.learner_handles = list(self._actors)
         self.offline_data.locality_hints = self._call_all("node_id")
         feeds = self.offline_data.feeds(n, locality_hints=self.offline_data.locality_hints)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 
+from offline_rl.episodes.agent_steps import ALL, AgentStep, add_env_steps, step_kind
 from offline_rl.episodes.episode import SingleAgentEpisode
 from offline_rl.episodes.lookback import InfiniteLookbackBuffer
 from offline_rl.episodes.multi_agent_episode_state import (
@@ -22,27 +23,11 @@ from offline_rl.names import DEFAULT_MODULE_ID, ModuleID
 
 #: An agent's id; only str and int ids survive msgpack (RLlib's reader takes str only).
 AgentID = str | int
-#: The key of ``terminateds``/``truncateds`` that ends the episode for every agent.
-ALL = "__all__"
 
 
 def default_agent_to_module(agent_id: AgentID, episode: MultiAgentEpisode) -> ModuleID:
     """RLlib's default mapping: every agent to ``DEFAULT_MODULE_ID``."""
     return DEFAULT_MODULE_ID
-
-
-class _AgentStep(NamedTuple):
-    """What one env step brought one agent (``reward`` is ``None`` when it got none)."""
-
-    observation: Any
-    has_observation: bool
-    action: Any
-    has_action: bool
-    reward: Any
-    infos: dict | None
-    extra_model_outputs: dict | None
-    terminated: bool
-    truncated: bool
 
 
 class MultiAgentEpisode:
@@ -142,41 +127,11 @@ class MultiAgentEpisode:
                 f"len_lookback_buffer must be 'auto' or an int >= 0, got {len_lookback_buffer!r}"
             )
         if observations:
-            self._record(observations, infos, actions or [], rewards or [],
-                         extra_model_outputs, terminateds, truncateds)
+            add_env_steps(self, observations, infos, actions or [], rewards or [],
+                          extra_model_outputs, terminateds, truncateds)
             self._start_at(lookback)
         elif actions or rewards or extra_model_outputs or infos:
             raise ValueError("actions, rewards, infos and extra_model_outputs need observations")
-
-    def _record(self, observations: list[dict], infos: list[dict] | None, actions: list[dict],
-                rewards: list[dict], extra_model_outputs: list[dict] | None,
-                terminateds: dict | bool, truncateds: dict | bool) -> None:
-        """Records the constructor's per-env-step lists with ``add_env_reset``/``add_env_step``."""
-        steps = len(observations) - 1
-        lengths = {"actions": len(actions), "rewards": len(rewards),
-                   "infos": steps if infos is None else len(infos) - 1,
-                   "extra_model_outputs": len(extra_model_outputs or actions)}
-        wrong = {name: length for name, length in lengths.items() if length != steps}
-        if wrong:
-            raise ValueError(f"{steps + 1} observations (a reset and {steps} steps) need "
-                             f"{steps} actions, rewards and extra_model_outputs and "
-                             f"{steps + 1} infos; got {wrong} (beyond those of the reset: infos)")
-        last = {"terminateds": terminateds, "truncateds": truncateds}
-        last = {name: {ALL: flags} if isinstance(flags, bool) else dict(flags)
-                for name, flags in last.items()}
-        if not steps and any(any(flags.values()) for flags in last.values()):
-            raise ValueError("terminateds/truncateds are the last step's flags, but only a reset "
-                             "observation was given")
-        self.add_env_reset(observations[0], infos[0] if infos else None)
-        for step in range(steps):
-            final = step == steps - 1
-            self.add_env_step(
-                observations[step + 1], actions[step], rewards[step],
-                infos[step + 1] if infos else None,
-                terminateds=last["terminateds"] if final else None,
-                truncateds=last["truncateds"] if final else None,
-                extra_model_outputs=extra_model_outputs[step] if extra_model_outputs else None,
-            )
 
     def _start_at(self, lookback: int) -> None:
         """Makes the first ``lookback`` recorded env steps history before ``env_t_started``
@@ -266,12 +221,15 @@ class MultiAgentEpisode:
         agent_ids = dict.fromkeys([*observations, *actions, *rewards, *terminateds, *truncateds])
         if all_terminated or all_truncated:
             agent_ids.update(dict.fromkeys(self.agent_episodes))
-        steps = {agent_id: _AgentStep(
+        steps = {agent_id: AgentStep(
             observations.get(agent_id), agent_id in observations, actions.get(agent_id),
             agent_id in actions, rewards.get(agent_id), infos.get(agent_id),
             extras.get(agent_id), bool(terminateds.get(agent_id)) or all_terminated,
             bool(truncateds.get(agent_id)) or all_truncated) for agent_id in agent_ids}
-        kinds = {agent_id: self._kind(agent_id, step, t) for agent_id, step in steps.items()}
+        kinds = {agent_id: step_kind(step, self.agent_episodes.get(agent_id),
+                                     agent_id in self._hanging_actions_end,
+                                     f"episode {self.id_}, env step {t}: agent {agent_id!r}")
+                 for agent_id, step in steps.items()}
         self.env_t = t
         stepped = {agent_id for agent_id, kind in kinds.items()
                    if self._apply(agent_id, kind, steps[agent_id])}
@@ -287,42 +245,7 @@ class MultiAgentEpisode:
         if self._start_time is None:
             self._start_time = self._last_step_time
 
-    def _kind(self, agent_id: AgentID, step: _AgentStep, t: int) -> str:
-        """How ``step`` is recorded for ``agent_id``; raises ``ValueError`` if it cannot be."""
-        episode = self.agent_episodes.get(agent_id)
-        where = f"episode {self.id_}, env step {t}: agent {agent_id!r}"
-        done = step.terminated or step.truncated
-        if episode is not None and episode.is_done:
-            if step.has_observation or step.has_action or step.reward is not None:
-                raise ValueError(f"{where} is done since an earlier step but got data")
-            return "done"
-        hanging = agent_id in self._hanging_actions_end
-        if step.has_action and episode is None:
-            raise ValueError(f"{where} acted before its first observation")
-        if step.has_action and hanging:
-            raise ValueError(f"{where} acted again before getting the observation that follows "
-                             "its previous action")
-        if step.has_observation:
-            if episode is None:
-                return "drop" if done else "first"
-            if not (step.has_action or hanging):
-                raise ValueError(f"{where} got an observation without having acted on its "
-                                 "previous one")
-            if step.has_action and step.reward is None:
-                raise ValueError(f"{where} acted and got its next observation but no reward")
-            return "complete"
-        if step.has_action or hanging:
-            if step.truncated:
-                raise ValueError(f"{where} was truncated after acting but got no last "
-                                 "observation (one is needed to bootstrap from)")
-            if step.terminated:
-                return "complete"
-            return "hang" if step.has_action else "pending"
-        if done:
-            return "drop" if episode is None else "end"
-        return "pending"
-
-    def _apply(self, agent_id: AgentID, kind: str, step: _AgentStep) -> bool:
+    def _apply(self, agent_id: AgentID, kind: str, step: AgentStep) -> bool:
         """Records ``step`` for ``agent_id`` as ``kind`` says; whether the agent got an
         observation (its first, or one that completes its step)."""
         reward = 0.0 if step.reward is None else step.reward
@@ -350,7 +273,7 @@ class MultiAgentEpisode:
             self._complete(episode, step, reward)
         return kind in ("first", "complete")
 
-    def _complete(self, episode: SingleAgentEpisode, step: _AgentStep, reward: Any) -> None:
+    def _complete(self, episode: SingleAgentEpisode, step: AgentStep, reward: Any) -> None:
         """Ends the agent's step: its action (given now or hanging) with the rewards since,
         and its next observation (given now, or its last one again when it terminated)."""
         agent_id = episode.agent_id
@@ -462,14 +385,9 @@ class MultiAgentEpisode:
         Raises ``ValueError`` naming the field when the state is malformed.
         """
         fields = read_multi_agent_episode_state(state)
-        episode = cls(fields["id_"], agent_to_module_mapping_fn=agent_to_module_mapping_fn)
-        for name in ("_agent_to_module_mapping", "observation_space", "action_space",
-                     "env_t_started", "env_t", "agent_t_started", "env_t_to_agent_t",
-                     "_hanging_actions_end", "_hanging_extra_model_outputs_end",
-                     "_hanging_rewards_end", "_hanging_rewards_begin", "is_terminated",
-                     "is_truncated", "agent_episodes", "_start_time", "_last_step_time",
-                     "custom_data"):
-            setattr(episode, name, fields[name])
+        episode = cls(fields.pop("id_"), agent_to_module_mapping_fn=agent_to_module_mapping_fn)
+        for name, value in fields.items():  # every other slot but _len_lookback
+            setattr(episode, name, value)
         mappings = episode.env_t_to_agent_t.values()
         episode._len_lookback = next(iter(mappings)).lookback if mappings else 0
         return episode

@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from offline_rl.episodes.multi_agent_episode import ALL
+from offline_rl.episodes.agent_steps import ALL
 from offline_rl.evaluation.multi_agent_interface import StepResult, set_episode_end
 
 CARTPOLE = "CartPole-v1"

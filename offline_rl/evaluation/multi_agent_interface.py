@@ -9,7 +9,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from offline_rl.episodes.multi_agent_episode import ALL, AgentID
+from offline_rl.episodes.agent_steps import ALL
+from offline_rl.episodes.multi_agent_episode import AgentID
 
 #: ``(observations, rewards, terminateds, truncateds, infos)``, each a dict by agent.
 StepResult = tuple[dict[AgentID, Any], dict[AgentID, float], dict[AgentID, bool],

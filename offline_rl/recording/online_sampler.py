@@ -46,7 +46,6 @@ from typing import Any
 import ray
 import torch
 
-from offline_rl.data.pipeline.resources import PIPELINE_CPUS
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.evaluation.action_wrappers import env_to_make
 from offline_rl.evaluation.env_limits import sampling_limits, warn_cut
@@ -66,14 +65,15 @@ from offline_rl.statistics import episode_statistics
 
 
 class OnlineSampler:
-    """``config.env_runners.runner_actors`` actors with ``num_cpus_per_env_runner`` CPUs
-    each (0 shares the CPUs) playing the module of ``module_spec``; with ``record``, writing
-    their episodes to ``config.offline_data.output``. Counts env steps and episodes over its
-    life (``state``/``set_state`` keep the counts across checkpoints)."""
+    """``config.env_runners.runner_actors`` actors with ``num_cpus`` CPUs each (as the run's
+    ``ResourcePlan`` sized them; else ``num_cpus_per_env_runner``; 0 shares the CPUs) playing
+    the module of ``module_spec``; with ``record``, writing their episodes to
+    ``config.offline_data.output``. Counts env steps and episodes over its life
+    (``state``/``set_state`` keep the counts across checkpoints)."""
 
     def __init__(self, config: RecorderConfig, module_spec: RLModuleSpec, *,
-                 record: bool = False):
-        cpus = checked_env_runner_cpus(config, beside=PIPELINE_CPUS)
+                 record: bool = False, num_cpus: float | None = None):
+        cpus = checked_env_runner_cpus(config, num_cpus)
         run_id = new_run_id() if record else None
         runner = ray.remote(num_cpus=cpus, max_restarts=0)(_SamplerRunner)
         self.runners = [runner.remote(config, module_spec, index, run_id)

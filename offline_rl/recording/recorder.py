@@ -10,7 +10,6 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
-from offline_rl.data.pipeline.resources import env_runner_cpus
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.data.source.io_context import IOContext
 from offline_rl.episodes.episode import SingleAgentEpisode
@@ -28,6 +27,7 @@ from offline_rl.recording.policies import as_batch_policy
 from offline_rl.recording.recorder_config import RecorderConfig
 from offline_rl.recording.sample_batch_builder import episode_to_sample_batch
 from offline_rl.recording.writer import EpisodeWriter, output_location
+from offline_rl.settings.resource_plan import env_runner_cpus
 from offline_rl.statistics import episode_statistics
 
 #: Episodes one ``record`` call on a runner plays before reporting progress.
@@ -51,8 +51,9 @@ class Recorder:
     (which writes beside them, leaving them untouched); so is an output that is an input of
     the config, is inside one or holds one: ``input_`` or the config's own ``input_`` (the
     training data), or the ``evaluation_input`` (``evaluation_config``'s held-out data; see
-    ``input_overlap``), whatever their formats. ``num_cpus_per_env_runner="auto"`` gives each
-    actor a CPU where all fit beside the ``beside_cpus`` the rest of the run holds, else none.
+    ``input_overlap``), whatever their formats. Each env runner actor takes ``num_cpus``, as
+    the run's ``ResourcePlan`` sized them; without, ``num_cpus_per_env_runner="auto"`` gives
+    each actor a CPU where all fit, else none.
 
     Examples:
         >>> import tempfile
@@ -74,12 +75,12 @@ class Recorder:
     @surface_errors
     def __init__(self, config: RecorderConfig, policy: Any, *, input_: Any = None,
                  evaluation_input: Any = None, overwrite: bool = False,
-                 beside_cpus: float = 0.0):
+                 num_cpus: float | None = None):
         check_output(config, input_=input_, evaluation_input=evaluation_input,
                      overwrite=overwrite)
         if config.environment.env is None:
             raise ConfigError("recording needs an env: set config.environment(env=...)")
-        runner = ray.remote(num_cpus=checked_env_runner_cpus(config, beside_cpus))(_EnvRunner)
+        runner = ray.remote(num_cpus=checked_env_runner_cpus(config, num_cpus))(_EnvRunner)
         self.config = config
         self.run_id = new_run_id()
         self.runners = [runner.remote(config, policy, index, self.run_id, overwrite)
@@ -139,12 +140,13 @@ class Recorder:
             self.stop()
 
 
-def checked_env_runner_cpus(config: RecorderConfig, beside: float = 0.0) -> float:
-    """CPUs per env runner actor (``"auto"``: sized beside ``beside`` CPUs the rest of the run
-    holds, see ``env_runner_cpus``); raises ``ResourceError`` when the actors cannot all be
-    placed."""
+def checked_env_runner_cpus(config: RecorderConfig, num_cpus: float | None = None) -> float:
+    """CPUs per env runner actor: ``num_cpus`` (a run's ``ResourcePlan``'s), else
+    ``num_cpus_per_env_runner`` (``"auto"``: sized to fit, see ``env_runner_cpus``); raises
+    ``ResourceError`` when the actors cannot all be placed."""
     runners = config.env_runners
-    cpus = env_runner_cpus(runners.num_cpus_per_env_runner, runners.runner_actors, beside)
+    cpus = (env_runner_cpus(runners.num_cpus_per_env_runner, runners.runner_actors, beside=0.0)
+            if num_cpus is None else num_cpus)
     check_fits(f"{runners.runner_actors} env runner(s) x {cpus:g} CPU",
                {"CPU": runners.runner_actors * cpus},
                "lower num_env_runners (evaluation_num_env_runners when evaluate() records) or "

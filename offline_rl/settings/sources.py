@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,9 +70,9 @@ class InputSpec:
     """``input_`` parsed (``OfflineDataConfig.input_spec``): its offline sources, each with its
     share of a train batch and the read options it sets for itself (a plain ``input_`` is one
     source of share 1); the share of online experience (``"sampler"``; 0 without); whether
-    ``input_`` is a mixing form, and the sum of its weights as given; and a callable custom
-    input (``custom``; a name ``register_input`` registered is a source, resolved by the data
-    layer's ``DataConfig.input_creator``).
+    ``input_`` is a mixing form, and the sum of its weights as given. A custom input has no
+    sources when it is a callable, and is one source when it is a name ``register_input``
+    registered: the data layer resolves both (``DataConfig.input_creator``).
 
     Examples:
         >>> spec = InputSpec.of({"/data/expert": 3, "sampler": 1})
@@ -86,13 +86,12 @@ class InputSpec:
     sampler_share: float = 0.0
     mixed: bool = False
     weight_sum: float = 1.0
-    custom: Callable[..., Any] | None = None
 
     @classmethod
     def of(cls, input_: Any) -> InputSpec:
-        """The spec of a valid ``input_`` (``None``: no sources)."""
-        if callable(input_):
-            return cls(custom=input_)
+        """The spec of a valid ``input_`` (``None``, a callable: no sources)."""
+        if input_ is None or callable(input_):
+            return cls()
         if is_mixed(input_):
             entries = _entries(input_)
             weights = [float(weight) for _, weight, _ in entries]
@@ -102,8 +101,6 @@ class InputSpec:
             sampler = math.fsum(share for (name, _, _), share in zip(entries, parts)
                                 if name == SAMPLER)
             return cls(sources, sampler, mixed=True, weight_sum=sum(weights))
-        if input_ is None:
-            return cls()
         return cls((Source(input_ if isinstance(input_, str) else list(input_), 1.0),))
 
     @property

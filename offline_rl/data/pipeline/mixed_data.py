@@ -51,6 +51,7 @@ from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.source.data_config import DataConfig, as_data_config
 from offline_rl.errors import DataFormatError, OfflineRLError, surface_errors, warn_at_caller
+from offline_rl.settings.resource_plan import ResourcePlan
 from offline_rl.settings.sources import InputSpec, Source
 
 
@@ -102,7 +103,8 @@ class MixedData(RLlibDataAttributes):
         self.locality_hints: list[str] | None = None
         #: ``None``: each source hands the weights to its own PreLearners (``publish_weights``).
         self.module_weights = None
-        self._pool_kwargs: dict[str, Any] | None = None
+        #: ``None``: each source has its own pool (``OfflineData.prelearners``).
+        self.prelearners = None
         self._built = False
 
     def _open(self, source: Source, count: int) -> OfflineData:
@@ -118,24 +120,24 @@ class MixedData(RLlibDataAttributes):
         except OfflineRLError as error:
             raise type(error)(f"source {source.name!r}: {error}") from None
 
-    def start(self, *, reserved_cpus: float = 0) -> MixedData:
+    def start(self, *, resources: ResourcePlan | None = None) -> MixedData:
         """Starts every source's stream (materializing the sources one after the other first,
         when ``materialize_mapped_data``) and mixes them; returns ``self``."""
-        self.stream = MixedStream([self._start(source, reserved_cpus) for source in self.sources],
+        self.stream = MixedStream([self._start(source, resources) for source in self.sources],
                                   self.weights, self.names, seed=self.config.debugging.seed)
         return self
 
-    def _start(self, source: OfflineData, reserved_cpus: float) -> BatchStream:
+    def _start(self, source: OfflineData, resources: ResourcePlan | None) -> BatchStream:
         with self.naming_damaged_files():
             if self.config.offline_data.materialize_mapped_data:
-                source.build(reserved_cpus=reserved_cpus)
-            return source.start(reserved_cpus=reserved_cpus).stream
+                source.build(resources=resources)
+            return source.start(resources=resources).stream
 
-    def build(self, *, reserved_cpus: float = 0) -> list[ray.data.Dataset]:
+    def build(self, *, resources: ResourcePlan | None = None) -> list[ray.data.Dataset]:
         """Builds every source's pipeline (one after the other) for remote learners; returns
         their mapped datasets."""
         with self.naming_damaged_files():
-            datasets = [source.build(reserved_cpus=reserved_cpus) for source in self.sources]
+            datasets = [source.build(resources=resources) for source in self.sources]
         self._built = True
         return datasets
 

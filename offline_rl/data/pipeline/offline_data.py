@@ -13,41 +13,30 @@ import ray
 import ray.data
 
 from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats, saved_start
-from offline_rl.data.feed.learner_feed import LearnerFeed, SampleFeed, ShardFeed
-from offline_rl.data.feed.online_rows import check_online_rows_can_be_built
+from offline_rl.data.feed.learner_feed import LearnerFeed
 from offline_rl.data.pipeline.execution_plan import ExecutionPlan
 from offline_rl.data.pipeline.observation_statistics import (
     ObservationStatistics,
     observation_statistics,
 )
+from offline_rl.data.pipeline.pipeline_checks import check_pipeline
 from offline_rl.data.pipeline.pipeline_stats import ExecutionFigures
+from offline_rl.data.pipeline.prelearner_pool import PreLearnerPool
 from offline_rl.data.pipeline.repeated_epochs import EpochsPreLearner, InputParts, plan_epochs
-from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
 from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
-from offline_rl.data.pipeline.sample_calls import call_sample, check_epoch_ends
-from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerTotals, open_book
-from offline_rl.data.prelearner.first_rows import check_first_rows
-from offline_rl.data.prelearner.module_weights import ModuleWeights
+from offline_rl.data.pipeline.sample_calls import sample_feeds
 from offline_rl.data.prelearner.prelearner import (
     OfflinePreLearner,
-    map_batches_callable,
     rows_per_call,
 )
-from offline_rl.data.ray.actors import kill_actors, kill_split_coordinators, wait_for_cpus
+from offline_rl.data.ray.actors import kill_split_coordinators
 from offline_rl.data.ray.stoppable_executions import materialize, stoppable
 from offline_rl.data.source.data_config import DataConfig, as_data_config, input_spaces
 from offline_rl.data.source.input_checks import check_input
 from offline_rl.data.source.input_locator import naming_damaged_files
 from offline_rl.data.source.input_reader import read_config, read_input
 from offline_rl.errors import ConfigError, surface_errors
-from offline_rl.placement import (
-    available_cpus,
-    keep_ray_data_in_placement_group,
-    usable_resources,
-)
-
-#: Seconds ``stop()`` waits for the PreLearners' CPUs to come back (others may take them).
-RELEASE_WAIT_S = 5.0
+from offline_rl.settings.resource_plan import ResourcePlan
 
 
 class OfflineData(RLlibDataAttributes):
@@ -82,7 +71,6 @@ class OfflineData(RLlibDataAttributes):
                  spaces: tuple[gym.Space | None, gym.Space | None] | None = None):
         spaces = input_spaces(config, spaces)
         self.config = config = as_data_config(config, spaces)
-        options = config.offline_data
         #: The data's observation and action spaces (``(None, None)`` when neither the config
         #: nor its env gives them: the input is then read, but not mapped).
         self.input_spaces = spaces
@@ -98,20 +86,7 @@ class OfflineData(RLlibDataAttributes):
         self.batch_size = config.training.train_batch_size_per_learner
         #: How the pipeline runs its epochs, chosen now for the config's learners.
         self.plan = ExecutionPlan.of(config)
-        self.needs_module = config.build_learner_connector(*spaces).needs_module
-        if (listing is not None and options.input_read_method == "read_parquet"
-                and not options.input_read_sample_batches and self.has_spaces
-                and not self.needs_module):
-            check_first_rows(config, spaces, self.prelearner_class)
-        if self.needs_module and options.materialize_mapped_data:
-            raise ConfigError(
-                "the learner connector needs the current module (a piece with "
-                "needs_module=True), but materialize_mapped_data=True would map the data once "
-                "with the first weights and train on those stale batches forever. Set "
-                "config.offline_data(materialize_mapped_data=False)")
-        if config.sampler_weight:
-            check_online_rows_can_be_built(self.needs_module, self.prelearner_class)
-        self.module_weights: ray.actor.ActorHandle | None = None
+        self.needs_module = check_pipeline(config, spaces, self.prelearner_class)
         #: The dataset a subclass's ``__init__`` set as ``data`` (``None``: the input is read
         #: with ``input_read_method``).
         self._given_data: ray.data.Dataset | None = None
@@ -120,15 +95,13 @@ class OfflineData(RLlibDataAttributes):
         #: ``Learner``, or the remote learners' actor handles) and the remote learners' nodes.
         self.learner_handles: list[Any] | None = None
         self.locality_hints: list[str] | None = None
-        #: The PreLearner pool's ``map_batches`` keywords, once sized (``_prepare``).
-        self._pool_kwargs: dict[str, Any] | None = None
+        #: The PreLearner pool's parts in Ray, from ``start()`` or ``build()`` to ``stop()``.
+        self.prelearners: PreLearnerPool | None = None
         self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
         self.stream: BatchStream | None = None
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
         #: learner's one when the plan repeats epochs.
         self.shards: list[ray.data.DataIterator] = []
-        self._book: LedgerBook | None = None
-        self._totals: LedgerTotals | None = None
         self._figures = ExecutionFigures()
         #: The materialized input, when the plan repeats epochs (read at the first build).
         self._parts: InputParts | None = None
@@ -154,11 +127,12 @@ class OfflineData(RLlibDataAttributes):
         """Whether the data's spaces are known (needed to map it)."""
         return None not in self.input_spaces
 
-    def start(self, *, reserved_cpus: float = 0) -> OfflineData:
-        """Sizes the PreLearner pool for the cluster, leaving ``reserved_cpus`` to the run's
-        other actors, and starts streaming to this process's learner; returns ``self``."""
-        if self._book is None:  # else ``build()`` prepared it (and may have materialized)
-            self._prepare(reserved_cpus)
+    def start(self, *, resources: ResourcePlan | None = None) -> OfflineData:
+        """Sizes the PreLearner pool for the cluster beside the rest of the run (the
+        ``resources`` plan's ``beside_pipeline``; none without a plan), and starts streaming
+        to this process's learner; returns ``self``."""
+        if self.prelearners is None or not self.prelearners.running:  # else build() opened it
+            self._open_pool(resources)
         self.stream = self.batching().stream(self._stream_source)
         return self
 
@@ -199,25 +173,26 @@ class OfflineData(RLlibDataAttributes):
         position, stats = saved_start(saved)
         self.stream = self.batching().stream(self._stream_source, start=position, stats=stats)
 
-    def build(self, *, reserved_cpus: float = 0) -> ray.data.Dataset:
-        """Builds the pipeline for remote learners, leaving ``reserved_cpus`` to them; each
-        reads one ``streaming_split`` shard of it (``feeds``)."""
-        self._prepare(reserved_cpus)
+    def build(self, *, resources: ResourcePlan | None = None) -> ray.data.Dataset:
+        """Builds the pipeline for remote learners, its pool sized beside them and the rest of
+        the run (as ``start`` does); each learner reads one ``streaming_split`` shard of it
+        (``feeds``)."""
+        self._open_pool(resources)
         return self.build_mapped_dataset()
 
-    def _prepare(self, reserved_cpus: float) -> None:
+    def _open_pool(self, resources: ResourcePlan | None) -> None:
         if not self.has_spaces:
             raise ConfigError(
                 "OfflineData cannot map the input without the data's spaces: set "
                 "config.environment(env=...) or both observation_space= and action_space=")
-        keep_ray_data_in_placement_group()
-        self._pool_kwargs = prelearner_pool_kwargs(
-            self.config.offline_data.map_batches_kwargs, usable_resources(),
-            reserved_cpus=reserved_cpus)
-        self._book = open_book()
-        self._totals = LedgerTotals(self._book)
-        if self.needs_module:
-            self.module_weights = ModuleWeights.remote()
+        self.prelearners = PreLearnerPool(self.config, self.input_spaces,
+                                          needs_module=self.needs_module, resources=resources)
+
+    @property
+    def module_weights(self) -> ray.actor.ActorHandle | None:
+        """The actor the PreLearners read the learners' weights from (when the learner
+        connector ``needs_module`` and the pool has started)."""
+        return None if self.prelearners is None else self.prelearners.module_weights
 
     def build_mapped_dataset(self, first_epoch: int = 0) -> ray.data.Dataset:
         """read (or ``self.data``) -> ``map_batches(PreLearner)`` (-> ``materialize`` if
@@ -232,25 +207,13 @@ class OfflineData(RLlibDataAttributes):
             self.dataset = plan_epochs(
                 self._parts, first_epoch=first_epoch, plan_seed=self._plan_seed,
                 prelearner_class=self.prelearner_class,
-                prelearner_kwargs=self._prelearner_kwargs(), map_batches_kwargs=self._pool_kwargs)
+                prelearner_kwargs=self.prelearners.prelearner_kwargs(),
+                map_batches_kwargs=self.prelearners.kwargs)
             return self.dataset
-        source = self._source()
-        mapper, batch_format = map_batches_callable(self.prelearner_class)
-        dataset = source.map_batches(
-            mapper,
-            batch_size=rows_per_call(self.config),
-            batch_format=batch_format,
-            fn_constructor_kwargs=self._prelearner_kwargs(),
-            **self._pool_kwargs,
-        )
+        dataset = self.prelearners.mapped(self._source(), self.prelearner_class)
         self.dataset = (materialize(dataset) if config.offline_data.materialize_mapped_data
                         else stoppable(dataset))
         return self.dataset
-
-    def _prelearner_kwargs(self) -> dict[str, Any]:
-        return {"config": self.config, "spaces": self.input_spaces, "ledger": self._book,
-                "module_weights": self.module_weights, "module_spec": self.config.module_spec(),
-                **self.config.offline_data.prelearner_kwargs}
 
     def observation_statistics(self) -> ObservationStatistics:
         """The mean and std of the observations the learners train on, computed from the
@@ -304,17 +267,7 @@ class OfflineData(RLlibDataAttributes):
         ``sample()``. Else ``num_learners`` ``streaming_split`` shards of the pipeline
         ``build()`` made, from ``sample(return_iterator=True)`` (RLlib's keywords only, to an
         override), placed by ``locality_hints``."""
-        if num_learners == 0:
-            check_epoch_ends(self)
-            return [SampleFeed(self)]
-        if num_learners > 1 and self.plan.repeats_epochs:
-            raise ConfigError(
-                f"this OfflineData's plan ({self.plan.value}) was chosen for one learner, and "
-                f"{num_learners} learners cannot share its epochs; make it from a config with "
-                f"learners(num_learners={num_learners})")
-        shards = call_sample(self, return_iterator=True, num_shards=num_learners,
-                             locality_hints=locality_hints)
-        return [ShardFeed(shard, self.batching()) for shard in shards]
+        return sample_feeds(self, num_learners, locality_hints)
 
     def naming_damaged_files(self) -> AbstractContextManager[None]:
         """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
@@ -341,42 +294,28 @@ class OfflineData(RLlibDataAttributes):
         listed, ``skipped_files``) and data kept but noted
         (``actions_out_of_bounds``). Never blocks, unless ``wait``: the latest totals that have
         arrived (``LedgerTotals``)."""
-        counts = {} if self._totals is None else (
-            self._totals.now() if wait else self._totals.latest())
+        counts = {} if self.prelearners is None else self.prelearners.counts(wait=wait)
         skipped = {"skipped_files": len(self.skipped_files)} if self.skipped_files else {}
         return {**counts, **skipped}
 
     def pool(self) -> dict[str, Any]:
-        """The PreLearner actor pool as sized for the cluster: ``min_size``, ``max_size`` and
-        the resources of each actor."""
-        kwargs = self._pool_kwargs
-        return {"min_size": getattr(kwargs["compute"], "min_size", None),
-                "max_size": getattr(kwargs["compute"], "max_size", None),
-                "num_cpus": kwargs["num_cpus"], "num_gpus": kwargs.get("num_gpus", 0)}
+        """The PreLearner actor pool as sized for the cluster (``PreLearnerPool.describe``)."""
+        return self.prelearners.describe()
 
     def publish_weights(self, weights: dict[str, np.ndarray], version: int) -> None:
         """Hands the learners' module weights (after ``version`` updates) to the PreLearners;
         a no-op unless the learner connector ``needs_module``."""
-        if self.module_weights is not None:
-            ray.get(self.module_weights.publish.remote([ray.put(weights)], version))
+        if self.prelearners is not None:
+            self.prelearners.publish_weights(weights, version)
 
     def stop(self) -> None:
-        """Stops streaming and releases the pipeline's Ray resources: its PreLearner actors
-        (also those Ray Data would still be creating), its ledger book (closed), the module
-        weights and the ``streaming_split`` shards; then waits (at most ``RELEASE_WAIT_S``)
-        until the PreLearners' CPUs are free again."""
+        """Stops streaming and releases the pipeline's Ray resources: the ``streaming_split``
+        shards and the PreLearner pool (``PreLearnerPool.stop``)."""
         kill_split_coordinators(self.shards)  # first: the stream may wait on one
         self.shards = []
         if self.stream is not None:
             self.stream.stop()
             self.stream = None
-        if self._book is not None:
-            prelearners = self._totals.close()
-            free_before = available_cpus()
-            for actor in prelearners:  # Ray Data's actors: killed, never waited on
-                ray.kill(actor, no_restart=True)
-            kill_actors([self.module_weights] if self.module_weights else [])
-            held = len(prelearners) * float(self._pool_kwargs.get("num_cpus", 0))
-            wait_for_cpus(free_before + held, timeout_s=RELEASE_WAIT_S)
-            self._book = self.module_weights = None
+        if self.prelearners is not None:
+            self.prelearners.stop()
 

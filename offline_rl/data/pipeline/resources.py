@@ -1,8 +1,7 @@
-"""Sizing what a run starts (the PreLearner actor pool, env runners) so it fits the Ray
-cluster it runs on. CPU options left at ``"auto"`` (``num_cpus_per_env_runner``, the pool's
-``num_cpus`` when ``map_batches_kwargs`` does not name it) take 1 CPU where that fits and shrink
-where it does not, with one warning saying so; numbers the user gives are kept, and a run they
-cannot fit fails at once with the numbers."""
+"""Sizing the PreLearner actor pool so it fits the Ray cluster beside the rest of the run (the
+CPUs ``ResourcePlan.beside_pipeline`` counts). The pool's ``num_cpus`` left unset takes 1 CPU
+per actor where that fits and shrinks where it does not, with one warning saying so; numbers
+the user gives are kept, and a pool they cannot fit fails at once with the numbers."""
 
 from __future__ import annotations
 
@@ -10,16 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from offline_rl.errors import ConfigError, ResourceError, warn_at_caller
-from offline_rl.placement import usable_resources
+from offline_rl.settings.resource_plan import READ_TASK_CPUS, pool_range
 
-#: CPUs a Ray Data read task holds while the pool runs.
-READ_TASK_CPUS = 1.0
 #: Most PreLearner actors started by default (more rarely helps a single learner).
 DEFAULT_MAX_ACTORS = 4
-#: A CPU option offline-rl sizes to what Ray offers.
-AUTO = "auto"
-#: CPUs the data pipeline holds at its smallest by default: a read task, one 1-CPU PreLearner.
-PIPELINE_CPUS = READ_TASK_CPUS + 1.0
 
 
 def side_by_side_options(map_batches_kwargs: Mapping[str, Any],
@@ -115,29 +108,6 @@ def _auto_prelearner_cpus(kwargs: Mapping[str, Any], free: float) -> float:
     return share
 
 
-def env_runner_cpus(requested: float | str, num_runners: int,
-                    beside: float = PIPELINE_CPUS, *, option: str = "num_cpus_per_env_runner",
-                    runners: str = "env runners") -> float:
-    """CPUs per env runner (or other runner actor, whose CPU ``option`` and name ``runners``
-    the warning gives): ``requested``, or for ``"auto"`` 1 when ``num_runners`` of them
-    fit in the usable CPUs beside ``beside`` CPUs (what else the run holds: by default the
-    data pipeline), else 0: the runners then share the CPUs, with a warning saying so.
-
-    Examples:
-        >>> env_runner_cpus("auto", 2, beside=0), env_runner_cpus(0.5, 2)   # on 2 CPUs
-        (1.0, 0.5)
-    """
-    if requested != AUTO:
-        return float(requested)
-    usable = usable_resources().get("CPU", 0.0)
-    if not num_runners or num_runners + beside <= usable:
-        return 1.0
-    warn_at_caller(f"{runners} share the CPUs ({option}='auto'): {num_runners} x 1 CPU do not "
-                   f"fit beside the {beside:g} the rest of the run holds, in {usable:g}. Set "
-                   f"{option} to choose.")
-    return 0.0
-
-
 def _check_gpus(kwargs: Mapping[str, Any], cluster_resources: Mapping[str, float]) -> None:
     """Refuses PreLearner GPUs the cluster does not have (an actor pool would wait forever)."""
     gpus = float(kwargs.get("num_gpus", 0) or 0)
@@ -149,31 +119,3 @@ def _check_gpus(kwargs: Mapping[str, Any], cluster_resources: Mapping[str, float
             f"actor(s), but the Ray cluster has {available:g} GPU(s). Remove num_gpus from "
             "map_batches_kwargs (PreLearners need no GPU unless a connector piece runs the "
             "module there), or add GPU nodes to the cluster.")
-
-
-def learner_cpus(requested: float | str, num_learners: int, num_gpus_per_learner: float,
-                 map_batches_kwargs: Mapping[str, Any],
-                 cluster_resources: Mapping[str, float]) -> float:
-    """CPUs each remote learner reserves. ``"auto"``: 0 with a GPU; else 1 when every learner's
-    CPU fits beside the smallest PreLearner pool and a read task, else 0 (the learners then
-    share CPUs with the data pipeline instead of starving it).
-
-    Examples:
-        >>> learner_cpus("auto", 2, 0, {}, {"CPU": 2}), learner_cpus("auto", 2, 0, {}, {"CPU": 8})
-        (0.0, 1.0)
-    """
-    if requested != "auto":
-        return float(requested)
-    if num_gpus_per_learner:
-        return 0.0
-    minimum, _ = pool_range(map_batches_kwargs.get("concurrency", 1))
-    pool = minimum * float(map_batches_kwargs.get("num_cpus", 1))
-    fits = num_learners + pool + READ_TASK_CPUS <= float(cluster_resources.get("CPU", 0))
-    return 1.0 if fits else 0.0
-
-
-def pool_range(concurrency: int | tuple[int, int] | list[int]) -> tuple[int, int]:
-    """``concurrency`` (an int, or a ``(min, max)`` autoscaling range) as ``(min, max)``."""
-    if isinstance(concurrency, tuple | list):
-        return concurrency[0], concurrency[1]
-    return concurrency, concurrency

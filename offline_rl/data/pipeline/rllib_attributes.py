@@ -20,6 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from offline_rl.data.pipeline.prelearner_pool import PreLearnerPool
 from offline_rl.data.source.data_config import DataConfig
 from offline_rl.models.multi_rl_module import MultiRLModuleSpec
 from offline_rl.names import DEFAULT_MODULE_ID, INPUT_ENV_SPACES
@@ -27,11 +28,11 @@ from offline_rl.names import DEFAULT_MODULE_ID, INPUT_ENV_SPACES
 
 class RLlibDataAttributes:
     """RLlib's ``OfflineData`` members, read from what ``OfflineData`` sets: ``config``,
-    ``input_spaces`` and the PreLearner pool's keywords once sized (``_pool_kwargs``)."""
+    ``input_spaces`` and the PreLearner pool once started (``prelearners``)."""
 
     config: DataConfig
     input_spaces: tuple[gym.Space | None, gym.Space | None]
-    _pool_kwargs: dict[str, Any] | None
+    prelearners: PreLearnerPool | None
 
     @property
     def spaces(self) -> dict[str, tuple[gym.Space | None, gym.Space | None]]:
@@ -54,8 +55,8 @@ class RLlibDataAttributes:
     def map_batches_kwargs(self) -> dict[str, Any]:
         """The PreLearners' ``map_batches`` keywords: the defaults, updated by
         ``offline_data(map_batches_kwargs=...)`` (as sized for the cluster once started)."""
-        if self._pool_kwargs is not None:
-            return dict(self._pool_kwargs)
+        if self.prelearners is not None:
+            return dict(self.prelearners.kwargs)
         return {
             **self.default_map_batches_kwargs, **self.config.offline_data.map_batches_kwargs}
 

@@ -12,6 +12,7 @@ from offline_rl.data.feed.batch_stream import StreamStats
 from offline_rl.data.feed.learner_feed import LearnerFeed
 from offline_rl.data.pipeline.observation_statistics import ObservationStatistics
 from offline_rl.data.source.data_config import DataConfig
+from offline_rl.settings.resource_plan import ResourcePlan
 
 
 class TrainingData(Protocol):
@@ -30,9 +31,9 @@ class TrainingData(Protocol):
     #: them, and for a mix, whose sources each have their own).
     module_weights: Any
 
-    def start(self, *, reserved_cpus: float = 0) -> TrainingData: ...
+    def start(self, *, resources: ResourcePlan | None = None) -> TrainingData: ...
 
-    def build(self, *, reserved_cpus: float = 0) -> Any: ...
+    def build(self, *, resources: ResourcePlan | None = None) -> Any: ...
 
     def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
               ) -> list[LearnerFeed]: ...
