@@ -36,7 +36,7 @@ from offline_rl.names import (
     TRAINING_ITERATION_TIMER,
     TRAINING_STEP_TIMER,
 )
-from offline_rl.recording.recorder import check_output
+from offline_rl.recording.recorder import check_output, checked_env_runner_cpus
 from offline_rl.settings.resource_plan import ResourcePlan
 
 if TYPE_CHECKING:
@@ -130,9 +130,10 @@ class Algorithm(AlgorithmLifecycle):
         else:  # a custom class may use Ray as it is built
             self._started_ray = start_ray(import_meanwhile=TORCH_MODULES)
             self.offline_data = offline_data_class(self.config.data_config(spaces), spaces)
-        #: What each part of the run holds, sized for the cluster once (the recorder's
-        #: runners checked now).
-        self.resources = ResourcePlan.of(sections)
+        self.resources = ResourcePlan.of(sections)  # every part of the run, sized once
+        if self.resources.recorder_runners.count:  # fail now, not at the first evaluate()
+            checked_env_runner_cpus(recording_config(self.config),
+                                    self.resources.recorder_runners.cpus)
         # Imported by start_ray, while Ray started (and so not at the top of this module).
         from offline_rl.algorithms.held_out_losses import HeldOutLosses
         from offline_rl.algorithms.off_policy_evaluation import OffPolicyEvaluation

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offline_rl.errors import warn_at_caller
-from offline_rl.placement import check_fits, usable_resources
+from offline_rl.placement import usable_resources
 
 #: A CPU option offline-rl sizes to what Ray offers.
 AUTO = "auto"
@@ -82,8 +82,7 @@ class ResourcePlan:
     @classmethod
     def of(cls, sections: Any, cluster: Mapping[str, float] | None = None) -> ResourcePlan:
         """The plan of ``sections`` (a config's ``sections``) for ``cluster`` (its usable
-        resources; default ``usable_resources()``): options at ``"auto"`` sized to fit, and
-        ``ResourceError`` when the recorder's runners cannot be placed."""
+        resources; default ``usable_resources()``): options at ``"auto"`` sized to fit."""
         cluster = usable_resources() if cluster is None else cluster
         counts = _runner_counts(sections, plays_env=sections.environment.env is not None)
         runners, evaluation = sections.env_runners, sections.evaluation
@@ -91,10 +90,6 @@ class ResourcePlan:
         if counts["recorder"]:
             recorder = Actors(counts["recorder"], env_runner_cpus(
                 runners.num_cpus_per_env_runner, counts["recorder"], PIPELINE_CPUS))
-            check_fits(f"{recorder.count} env runner(s) x {recorder.cpus:g} CPU",
-                       {"CPU": recorder.total_cpus},
-                       "lower num_env_runners (evaluation_num_env_runners when evaluate() "
-                       "records) or num_cpus_per_env_runner (0 shares the CPUs), or add CPUs")
         evaluation_runners = Actors(counts["evaluation"], env_runner_cpus(
             runners.num_cpus_per_env_runner, counts["evaluation"]))
         offline_eval, offline_eval_pipeline = Actors(), 0.0

@@ -76,8 +76,10 @@ class InputSpec:
 
     Examples:
         >>> spec = InputSpec.of({"/data/expert": 3, "sampler": 1})
-        >>> spec.paths, spec.sampler_share, spec.mixed, spec.weight_sum
-        (['/data/expert'], 0.25, True, 4.0)
+        >>> [source.input_ for source in spec.sources], spec.sampler_share, spec.mixed
+        (['/data/expert'], 0.25, True)
+        >>> spec.weight_sum
+        4.0
         >>> InputSpec.of(["/data/a", "/data/b"]).sources[0].name
         '/data/a (+1 more)'
     """
@@ -102,13 +104,6 @@ class InputSpec:
                                 if name == SAMPLER)
             return cls(sources, sampler, mixed=True, weight_sum=sum(weights))
         return cls((Source(input_ if isinstance(input_, str) else list(input_), 1.0),))
-
-    @property
-    def paths(self) -> list[str]:
-        """Every offline source's paths (or URIs, or globs), in order."""
-        return [path for source in self.sources
-                for path in ([source.input_] if isinstance(source.input_, str)
-                             else source.input_)]
 
 
 def is_mixed(input_: Any) -> bool:
