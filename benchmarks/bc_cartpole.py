@@ -105,16 +105,17 @@ def bare_torch_update_ms(config, spaces: tuple, batch: dict, updates: int = 200,
     return 1000 * statistics.median(times[updates // 4:])
 
 
-def data_only(offline_data, batches: int) -> tuple[float, float, float]:
-    """(rows/s, median ms per batch, worst ms for a batch crossing an epoch boundary)."""
-    stats = offline_data.stream.stats
-    offline_data.sample()
+def data_only(stream, batch_size: int, batches: int) -> tuple[float, float, float]:
+    """(rows/s, median ms per batch, worst ms for a batch crossing an epoch boundary) of a
+    learner's stream."""
+    stats = stream.stats
+    stream.next_batch(batch_size)
     times, boundary = [], []
     started = time.perf_counter()
     for _ in range(batches):
         epochs = stats.epochs_completed
         t0 = time.perf_counter()
-        batch = offline_data.sample()
+        batch = stream.next_batch(batch_size)
         elapsed = time.perf_counter() - t0
         (boundary if stats.epochs_completed != epochs else times).append(elapsed)
     rows = batches * len(batch["obs"])
@@ -146,7 +147,7 @@ def streaming_figures(config, input_: str, runs: int) -> dict:
             for _ in range(20):
                 algo.train()
             rates.append(20 * UPDATES_PER_ITERATION * batch / (time.perf_counter() - started))
-            stalls.append(data_only(algo.offline_data, 2 * rows // batch + 2)[2])
+            stalls.append(data_only(algo.learner_group.stream, batch, 2 * rows // batch + 2)[2])
             algo.stop()
         figures[feed] = {"train_env_steps_per_s": min_median(rates, 0),
                          "epoch_boundary_max_ms": min_median(stalls, 1)}
@@ -184,10 +185,10 @@ def main() -> None:
         algo.train()
         iteration_times.append(time.perf_counter() - t0)
     steady_s = time.perf_counter() - steady_started
-    batch = algo.offline_data.sample()
+    stream, batch_size = algo.learner_group.stream, algo.config.train_batch_size_per_learner
     bare_ms = bare_torch_update_ms(algo.config, (algo.observation_space, algo.action_space),
-                                   batch)
-    data_rows_per_s, data_batch_ms, boundary_ms = data_only(algo.offline_data, 3000)
+                                   stream.next_batch(batch_size))
+    data_rows_per_s, data_batch_ms, boundary_ms = data_only(stream, batch_size, 3000)
     paths = algo.offline_data.paths
     algo.stop()
     streaming = {}

@@ -74,7 +74,8 @@ def pipeline_rows_per_s(config, batches: int, feed: str) -> tuple[float, dict]:
     algo = config.copy().learners(num_learners=0, num_gpus_per_learner=0).offline_data(
         **STREAMED_FEEDS[feed]).build()
     try:
-        return data_only(algo.offline_data, batches)[0], algo.offline_data.sample()
+        stream, batch_size = algo.learner_group.stream, algo.config.train_batch_size_per_learner
+        return data_only(stream, batch_size, batches)[0], stream.next_batch(batch_size)
     finally:
         algo.stop()
 

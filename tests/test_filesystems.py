@@ -192,9 +192,9 @@ def test_every_s3_row_is_streamed_once_per_epoch(ray_session, bc_config, s3_data
         iter_batches_kwargs={"local_shuffle_buffer_size": None})
     data = OfflineData(config, SPACES).start()
     try:
-        while data.stream.stats.epochs_completed < 1:
+        while data.stats.epochs_completed < 1:
             data.sample()
-        assert data.stream.stats.epoch_rows == [ROWS]
+        assert data.stats.epoch_rows == [ROWS]
     finally:
         data.stop()
 

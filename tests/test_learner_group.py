@@ -272,8 +272,26 @@ def test_checkpoint_of_remote_learners_restores_their_weights(indexed_data, ray_
         expected = algo.module.forward_inference(
             {"obs": torch.from_numpy(obs)})["action_dist_inputs"]
     local = config.copy().learners(num_learners=0)
-    with Algorithm.from_checkpoint(path, local) as restored:
+    with pytest.warns(UserWarning, match=r"data position is of num_learners=1, and this run has "
+                                         r"num_learners=0: the data streams start afresh"):
+        restored = Algorithm.from_checkpoint(path, local)
+    with restored:
         assert restored.num_updates_lifetime == 4
         actual = restored.module.forward_inference(
             {"obs": torch.from_numpy(obs)})["action_dist_inputs"]
     torch.testing.assert_close(actual, expected)
+
+
+@pytest.mark.slow
+def test_remote_learners_read_on_where_their_streams_stood(indexed_data, ray_session,
+                                                          tmp_path):
+    config = indexed_config(indexed_data).learners(num_learners=1).offline_data(
+        dataset_num_iters_per_learner=12)
+    with config.build() as algo:
+        algo.train()  # 12 x 256 rows of the 4096 of the first epoch
+        path = algo.save_to_path(tmp_path / "checkpoint")
+    with Algorithm.from_checkpoint(path) as resumed:
+        resumed.train()  # the epoch's last 1024 rows, then 2048 of the second
+        position = resumed.learner_group.data_position()["learners"][0]
+    assert position == {"epoch": 1, "rows": 2048, "ended": False, "epochs_completed": 1,
+                        "epoch_rows": [ROWS]}

@@ -124,11 +124,11 @@ def test_a_resumed_mix_continues_exactly(ray_session, sources, tmp_path):
 
     data = MixedData(run.data_config(SPACES), SPACES).start()
     batches(data, 7)
-    saved = data.stream_position()
+    saved = data.stream.saved_position()
     uninterrupted = batches(data, 5)
     data.stop()
     data = MixedData(run.data_config(SPACES), SPACES).start()
-    data.resume_stream(saved)
+    data.stream = data.feeds(0)[0].open(saved)
     assert batches(data, 5) == uninterrupted
     data.stop()
     with run.build() as algo:

@@ -16,6 +16,7 @@ import ray
 from offline_rl import OfflineData
 from offline_rl.data.feed.batch_stream import STOP_WAIT_S, BatchStream
 from offline_rl.data.feed.epoch_batches import EpochBatches
+from offline_rl.data.feed.learner_feed import MixedFeed, PipelineFeed, SampleFeed
 from offline_rl.data.pipeline.execution_plan import ExecutionPlan
 from offline_rl.data.pipeline.resources import prelearner_pool_kwargs
 from offline_rl.data.prelearner.data_ledger import LedgerBook, LedgerClient, open_book
@@ -38,11 +39,11 @@ def test_batches_are_exact_and_cover_every_row_each_epoch(ray_session, bc_config
         rows_per_epoch = 20_000  # 40 episodes x 500 steps
         batch_size = config.train_batch_size_per_learner
         seen = []
-        while data.stream.stats.epochs_completed < 2:
+        while data.stats.epochs_completed < 2:
             batch = data.sample()
             assert {len(column) for column in batch.values()} == {batch_size}
             seen.append(batch["obs"])
-        assert data.stream.stats.epoch_rows[:2] == [rows_per_epoch, rows_per_epoch]
+        assert data.stats.epoch_rows[:2] == [rows_per_epoch, rows_per_epoch]
         first_epoch = np.concatenate(seen)[:rows_per_epoch]
         assert len(np.unique(first_epoch, axis=0)) == rows_per_epoch
         assert sorted(batch) == ["action_dist_inputs", "action_logp", "actions", "new_obs",
@@ -70,11 +71,13 @@ def test_streamed_epochs_share_one_execution_and_resume_in_the_same_order(ray_se
         assert data.prelearners.book.registered_actors() == prelearners  # no new pool per epoch
         assert "MapBatches(EpochsPreLearner)" in data.pipeline_stats()["operators"]
         data.sample(3000)  # mid-epoch: 3000 rows into the fourth epoch's 20k
-        position = data.stream_position()
+        position = data.stream.saved_position()
         expected = [data.sample()["obs"] for _ in range(40)]  # into the fifth epoch
-        data.resume_stream(position)
-        assert all(np.array_equal(data.sample()["obs"], obs) for obs in expected)
-        assert data.stats.epochs_completed == 4
+        data.stream.stop()
+        resumed = data.feeds(0)[0].open(position)
+        assert all(np.array_equal(resumed.next_batch(len(obs))["obs"], obs) for obs in expected)
+        assert resumed.stats.epochs_completed == 4
+        resumed.stop()
     finally:
         data.stop()
 
@@ -97,6 +100,25 @@ class NoteRecorder:
 
     def received(self):
         return self.notes, self.claims
+
+
+class OwnSample:
+    """A data object whose ``sample()`` is its own (an override of RLlib's)."""
+
+    def sample(self, num_samples: int) -> dict[str, np.ndarray]:
+        return {"x": np.zeros(num_samples)}
+
+
+def test_a_feed_that_cannot_resume_says_so_and_a_mix_refuses_another_count_of_sources():
+    saved = {"epoch": 1, "rows": 8, "ended": False, "epochs_completed": 1, "epoch_rows": [10]}
+    with pytest.warns(UserWarning, match=r"data position is not resumed: OwnSample overrides "
+                                         r"sample\(\)"):
+        stream = SampleFeed(OwnSample()).open(saved)
+    assert stream.next_batch(3)["x"].shape == (3,) and stream.saved_position() is None
+    feed = PipelineFeed(lambda: np.arange(10), None)
+    mix = MixedFeed([feed, feed], [0.5, 0.5], ["a", "b"])
+    with pytest.raises(DataFormatError, match=r"mixes 1 sources, this run 2: \['a', 'b'\]"):
+        mix.open({"mix": {"sources": [saved]}})
 
 
 def test_the_plan_is_chosen_for_the_configs_learners_and_other_learner_counts_are_refused(
@@ -201,10 +223,12 @@ def test_stopping_a_stream_ends_its_execution_quietly(ray_session, tmp_path, bc_
     streams_before = set(threading.enumerate())
     try:
         data = OfflineData(config, SPACES).start()
+        stream = data.feeds(0)[0].open()
         deadline = time.monotonic() + 60
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert started.exists(), "the PreLearner actor never got that far"
+        stream.stop()
         data.stop()
     finally:
         logging.getLogger("ray.data").removeHandler(handler)

@@ -327,7 +327,7 @@ class Algorithm(AlgorithmLifecycle):
             "training_iteration": self.iteration,
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
             "num_updates_lifetime": self.num_updates_lifetime,
-            "data_position": self.offline_data.stream_position(),
+            "data_position": self.learner_group.data_position(),
             "rng_states": random_states(),
             "online": None if self.online is None else self.online.state(),
         }
@@ -336,7 +336,7 @@ class Algorithm(AlgorithmLifecycle):
     @surface_errors
     def restore_from_path(self, path: str | Path, *, component: str | None = None) -> None:
         """Loads a checkpoint folder: everything (weights, optimizer state, counters, random
-        number generators and, with a local learner, where its data stream stood), or
+        number generators and where each learner's data stream stood), or
         only one of RLlib's components: ``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``
         (weights and optimizer state) or ``COMPONENT_RL_MODULE`` (the module's weights, e.g. an
         expert's, to record with); the counters then stay as they are. As in RLlib, ``path``
@@ -370,8 +370,8 @@ class Algorithm(AlgorithmLifecycle):
         if component is None:
             self.iteration = state["training_iteration"]
             self.num_env_steps_trained_lifetime = state["num_env_steps_trained_lifetime"]
-            if state.get("data_position") and self.offline_data.stream is not None:
-                self.offline_data.resume_stream(state["data_position"])
+            if state.get("data_position"):
+                self.learner_group.resume_data(state["data_position"])
             if state.get("online") and self.online is not None:
                 self.online.set_state(state["online"])
             if state.get("rng_states"):

@@ -249,7 +249,7 @@ def read_algorithm_state(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(f"{file} is damaged: {counter} is {state.get(counter)!r}, not "
                                   "a count")
     position = state.get("data_position")
-    if position is not None and not (_is_stream_position(position) or _is_mix_position(position)):
+    if position is not None and not _is_data_position(position):
         raise CheckpointError(f"{file} is damaged: data_position is {position!r}, not where a "
                               "data stream stood; restore without it with "
                               "restore_from_path(path, component='learner_group')")
@@ -267,8 +267,18 @@ def other_algorithm(path: str | Path, state: dict[str, Any], this: str) -> str |
             "it")
 
 
+def _is_data_position(position: Any) -> bool:
+    """Whether ``position`` is a ``LearnerGroup.data_position()``: one learner's stream
+    position, or ``{"learners": [...]}`` of each remote learner's (or ``None``)."""
+    learners = position.get("learners") if isinstance(position, dict) else None
+    if isinstance(learners, list):
+        return all(one is None or _is_stream_position(one) or _is_mix_position(one)
+                   for one in learners)
+    return _is_stream_position(position) or _is_mix_position(position)
+
+
 def _is_stream_position(position: Any) -> bool:
-    """Whether ``position`` is an ``OfflineData.stream_position()``."""
+    """Whether ``position`` is a ``BatchStream.saved_position()``."""
     return (isinstance(position, dict) and isinstance(position.get("ended"), bool)
             and all(_is_count(position.get(name)) for name in ("epoch", "rows",
                                                                "epochs_completed"))
@@ -276,7 +286,7 @@ def _is_stream_position(position: Any) -> bool:
 
 
 def _is_mix_position(position: Any) -> bool:
-    """Whether ``position`` is a ``MixedData.stream_position()``: each source's stream
+    """Whether ``position`` is a ``MixedStream.saved_position()``: each source's stream
     position, and the mix's counts."""
     mix = position.get("mix") if isinstance(position, dict) else None
     return (isinstance(mix, dict) and isinstance(mix.get("sources"), list)

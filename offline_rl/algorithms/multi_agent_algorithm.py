@@ -134,7 +134,7 @@ class MultiAgentAlgorithm(AlgorithmLifecycle):
                 self.algorithms[module_id] = sub_config.algo_class(sub_config)
                 # One pipeline maps and materializes its rows at a time: each may take every
                 # CPU (streamed ones run side by side, each with its share).
-                self.algorithms[module_id].offline_data.wait_for_data()
+                self.algorithms[module_id].learner_group.wait_for_data()
         self._untrained = MultiRLModule({
             module_id: with_module_spec(self.config, module_id).get_rl_module_spec(
                 *spaces[module_id]).build()

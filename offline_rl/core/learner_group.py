@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,11 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from offline_rl.core.learner_config import LearnerConfig
 from offline_rl.core.learner_worker import LearnerWorker
 from offline_rl.core.state_file import load_state_file
+from offline_rl.data.feed.learner_feed import FeedStream
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.ray.actors import kill_actors
 from offline_rl.data.source.data_config import DataConfig
-from offline_rl.errors import OfflineRLError, ResourceError
+from offline_rl.errors import OfflineRLError, ResourceError, warn_at_caller
 from offline_rl.placement import check_fits, scheduling_options, usable_resources
 from offline_rl.settings.resource_plan import ResourcePlan
 
@@ -34,7 +36,7 @@ class LearnerDiedError(OfflineRLError, RuntimeError):
 class LearnerGroup:
     """Trains ``num_learners`` learners on ``offline_data`` and keeps their weights identical.
 
-    ``num_learners=0``: one learner in this process, reading ``offline_data.sample()``.
+    ``num_learners=0``: one learner in this process, reading ``offline_data.feeds(0)``.
     ``num_learners=N``: N ``LearnerWorker`` actors placed by a placement group
     (``placement_strategy``, with ``num_cpus_per_learner``/``num_gpus_per_learner`` each), each
     consuming its own ``streaming_split`` shard (``offline_data.feeds(N)``, created once, with
@@ -74,10 +76,13 @@ class LearnerGroup:
         self.resources = resources or ResourcePlan.of_learners(
             config.learners, config.offline_data, usable_resources())
         if self.num_learners == 0:
-            feed = offline_data.feeds(0)[0]
-            offline_data.start(resources=self.resources)
+            feed = offline_data.start(resources=self.resources).feeds(0)[0]
             self._local = LearnerWorker(config)
             self._local.attach(feed)
+            # Opened now: the pipeline builds while the rest of the run does. (Remote learners
+            # open theirs at their first train(), after a restore has set where they resume:
+            # a streaming_split shard restarts only when all of them do.)
+            self._local.open_feed()
             offline_data.learner_handles = [self._local.learner]
         else:
             self._module = module_spec.build()
@@ -255,6 +260,45 @@ class LearnerGroup:
             self._module_steps = -1
         self._publish_weights()
 
+    @property
+    def stream(self) -> FeedStream | None:
+        """The stream of the learner in this process (``None`` with remote learners)."""
+        return None if self._local is None else self._local.open_feed()
+
+    def wait_for_data(self) -> None:
+        """Returns once every learner's stream has its first batch (or has failed)."""
+        if self._local is not None:
+            self._local.wait_for_data()
+        else:
+            self._call_all("wait_for_data")
+
+    def data_position(self) -> dict[str, Any] | None:
+        """Where the learners' streams stand, for a checkpoint: the local learner's
+        ``FeedStream.saved_position()``, or ``{"learners": [...]}``, one per remote learner
+        (``None`` when none can say)."""
+        if self._local is not None:
+            return self._local.position()
+        positions = self._call_all("position")
+        return None if all(position is None for position in positions) else {
+            "learners": positions}
+
+    def resume_data(self, saved: Mapping[str, Any]) -> None:
+        """Every learner reads on from where ``data_position()`` said it stood. A position of
+        another number of learners cannot be split among these: their streams then start
+        afresh, with one warning saying so."""
+        saved_learners = len(saved["learners"]) if "learners" in saved else 0
+        if saved_learners != self.num_learners:
+            warn_at_caller(f"the checkpoint's data position is of num_learners={saved_learners}"
+                           f", and this run has num_learners={self.num_learners}: the data "
+                           "streams start afresh (resume with the checkpoint's num_learners "
+                           "to read on where they stood)")
+        elif self._local is not None:
+            self._local.resume(saved)
+        else:
+            self._wait([actor.resume.remote(position)
+                        for actor, position in zip(self._actors, saved["learners"])
+                        if position is not None])
+
     def stop(self) -> None:
         """Stops the learners (and their data streams) and frees their placement group."""
         if self._local is not None:
@@ -270,3 +314,4 @@ class LearnerGroup:
     def _kill_actors(self) -> None:
         kill_actors(self._actors)
         self._actors = []
+

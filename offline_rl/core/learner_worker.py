@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import socket
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,9 @@ class LearnerWorker:
 
     ``LearnerGroup`` makes one in the driver (``num_learners=0``), or one per Ray actor joined
     to a ``torch.distributed`` process group so all learners take the same averaged step; each
-    trains on the ``LearnerFeed`` it is ``attach``ed to (``OfflineData.feeds``).
+    trains on the ``LearnerFeed`` it is ``attach``ed to (``OfflineData.feeds``), opened at the
+    first ``train()`` (or ``open_feed()``) from where ``resume`` says, and says where it stands
+    (``position``) for a checkpoint.
 
     Examples:
         >>> import gymnasium as gym, numpy as np
@@ -41,24 +44,55 @@ class LearnerWorker:
         >>> spec = config.get_rl_module_spec(*spaces)
         >>> worker = LearnerWorker(config.learner_config(spec))
         >>> data = OfflineData(config.data_config(spaces), spaces)
-        >>> worker.attach(data.feeds(0)[0])
+        >>> worker.attach(data.start().feeds(0)[0])
         >>> worker.train()["num_updates"] > 10   # one epoch of about 20k rows
         True
+        >>> worker.position()["epochs_completed"]
+        1
         >>> worker.stop(); data.stop()
     """
 
     def __init__(self, config: LearnerConfig):
         self.config = config
         self.learner = config.learner_class(config, config.module_spec)
-        self.stream: FeedStream | None = None
+        self.feed: LearnerFeed | None = None
+        self._stream: FeedStream | None = None
+        #: Where the feed opens: a stream's ``saved_position()`` (``None``: the start).
+        self._saved: Mapping[str, Any] | None = None
         #: The online share of each batch (``input_`` mixing in ``"sampler"``), else ``None``.
         self.online: OnlineRows | None = None
         #: Optimizer steps taken so far (the version of the weights).
         self.num_steps = 0
 
     def attach(self, feed: LearnerFeed) -> None:
-        """Trains on the batches of ``feed``, opened here."""
-        self.stream = feed.open()
+        """Trains on the batches of ``feed``, opened here at the first ``train()``."""
+        self.feed = feed
+
+    def open_feed(self) -> FeedStream:
+        """The feed's stream, opened now if not yet (it then builds the pipeline in its thread
+        while the caller goes on)."""
+        if self._stream is None:
+            self._stream = self.feed.open(self._saved)
+        return self._stream
+
+    def wait_for_data(self) -> None:
+        """Returns once the feed's stream has its first batch (or has failed)."""
+        self.open_feed().wait_for_data()
+
+    def position(self) -> dict[str, Any] | None:
+        """Where the feed's stream stands, for a checkpoint (``None``: it cannot resume)."""
+        if self._stream is None:
+            return None if self._saved is None else dict(self._saved)
+        return self._stream.saved_position()
+
+    def resume(self, saved: Mapping[str, Any]) -> None:
+        """Reads on from ``saved`` (what ``position()`` returned): the stream restarts there,
+        at once when it had opened, else when it opens."""
+        self._saved = saved
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream = None
+            self.open_feed()
 
     def mix_online(self, data_config: DataConfig, rank: int) -> None:
         """Mixes ``data_config.sampler_weight`` of online rows into every batch, from a
@@ -71,10 +105,11 @@ class LearnerWorker:
         self.online.add(episode_states)
 
     def _next_batch(self, num_rows: int, stop_at_epoch_end: bool) -> dict[str, Any] | None:
+        stream = self.open_feed()
         if self.online is None:
-            return self.stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
+            return stream.next_batch(num_rows, stop_at_epoch_end=stop_at_epoch_end)
         online_rows = self.online.num_rows(num_rows)
-        batch = self.stream.next_batch(num_rows - online_rows,
+        batch = stream.next_batch(num_rows - online_rows,
                                        stop_at_epoch_end=stop_at_epoch_end)
         return None if batch is None else self.online.mixed_into(batch, online_rows,
                                                                  self.num_steps)
@@ -82,7 +117,7 @@ class LearnerWorker:
     @property
     def stats(self) -> StreamStats:
         """What this learner's data stream did so far."""
-        return self.stream.stats
+        return self.open_feed().stats
 
     def train(self) -> dict[str, Any]:
         """One iteration: updates until the planned count (or the epoch's end) and, with other
@@ -171,9 +206,9 @@ class LearnerWorker:
     def stop(self) -> None:
         """Stops its feed's stream (``OfflineData`` is its owner's to stop) and leaves the
         process group."""
-        if self.stream is not None:
-            self.stream.stop()
-            self.stream = None
+        if self._stream is not None:
+            self._stream.stop()
+            self._stream = None
         if dist.is_initialized():
             dist.destroy_process_group()
 

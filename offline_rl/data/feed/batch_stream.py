@@ -335,11 +335,11 @@ class Batching:
                    seed=config.debugging.seed, repeated=repeated)
 
     def stream(self, open_dataset: Callable[[], object], *,
-               start: StreamPosition = StreamPosition(),
-               stats: StreamStats | None = None) -> BatchStream:
+               saved: Mapping[str, Any] | None = None) -> BatchStream:
         """A started ``BatchStream`` of what ``open_dataset()`` returns (in the stream's
-        thread), from ``start`` on."""
+        thread): from the start, or from where a stream's ``saved_position()`` stood."""
         epochs = EpochBatches(batch_size=self.batch_size,
                               iter_batches_kwargs=self.iter_batches_kwargs, seed=self.seed,
                               repeated=self.repeated)
+        start, stats = (StreamPosition(), None) if saved is None else saved_start(saved)
         return BatchStream(open_dataset, epochs, start=start, stats=stats).start()

@@ -171,6 +171,15 @@ class MixedStream:
                 "epochs_completed": self.stats.epochs_completed,
                 "epoch_rows": list(self.stats.epoch_rows)}
 
+    def saved_position(self) -> dict[str, Any]:
+        """``position()`` as a checkpoint saves it (``MixedFeed.open`` takes it back)."""
+        return {"mix": self.position()}
+
+    def wait_for_data(self) -> None:
+        """Returns once every source's stream has fetched its first batch (or failed)."""
+        for stream in self.streams:
+            stream.wait_for_data()
+
     def stop(self) -> None:
         """Stops every source's stream."""
         for stream in self.streams:

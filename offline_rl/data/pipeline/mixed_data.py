@@ -41,8 +41,8 @@ import gymnasium as gym
 import numpy as np
 import ray.data
 
-from offline_rl.data.feed.batch_stream import BatchStream, StreamStats
-from offline_rl.data.feed.learner_feed import LearnerFeed, MixedFeed, SampleFeed
+from offline_rl.data.feed.batch_stream import StreamStats
+from offline_rl.data.feed.learner_feed import LearnerFeed, MixedFeed
 from offline_rl.data.feed.mixed_stream import MixedStream
 from offline_rl.data.pipeline.observation_statistics import ObservationStatistics
 from offline_rl.data.pipeline.offline_data import OfflineData
@@ -50,7 +50,7 @@ from offline_rl.data.pipeline.resources import side_by_side_options
 from offline_rl.data.pipeline.rllib_attributes import RLlibDataAttributes
 from offline_rl.data.pipeline.training_data import TrainingData
 from offline_rl.data.source.data_config import DataConfig, as_data_config
-from offline_rl.errors import DataFormatError, OfflineRLError, surface_errors, warn_at_caller
+from offline_rl.errors import OfflineRLError, surface_errors, warn_at_caller
 from offline_rl.settings.resource_plan import ResourcePlan
 from offline_rl.settings.sources import InputSpec, Source
 
@@ -105,7 +105,7 @@ class MixedData(RLlibDataAttributes):
         self.module_weights = None
         #: ``None``: each source has its own pool (``OfflineData.prelearners``).
         self.prelearners = None
-        self._built = False
+        self._started = self._built = False
 
     def _open(self, source: Source, count: int) -> OfflineData:
         """The source's own ``OfflineData`` (its checks' errors name it)."""
@@ -121,17 +121,15 @@ class MixedData(RLlibDataAttributes):
             raise type(error)(f"source {source.name!r}: {error}") from None
 
     def start(self, *, resources: ResourcePlan | None = None) -> MixedData:
-        """Starts every source's stream (materializing the sources one after the other first,
-        when ``materialize_mapped_data``) and mixes them; returns ``self``."""
-        self.stream = MixedStream([self._start(source, resources) for source in self.sources],
-                                  self.weights, self.names, seed=self.config.debugging.seed)
-        return self
-
-    def _start(self, source: OfflineData, resources: ResourcePlan | None) -> BatchStream:
+        """Starts every source's PreLearner pool for the learner in this process (materializing
+        the sources one after the other, when ``materialize_mapped_data``); returns ``self``."""
         with self.naming_damaged_files():
-            if self.config.offline_data.materialize_mapped_data:
-                source.build(resources=resources)
-            return source.start(resources=resources).stream
+            for source in self.sources:
+                if self.config.offline_data.materialize_mapped_data:
+                    source.build(resources=resources)
+                source.start(resources=resources)
+        self._started = True
+        return self
 
     def build(self, *, resources: ResourcePlan | None = None) -> list[ray.data.Dataset]:
         """Builds every source's pipeline (one after the other) for remote learners; returns
@@ -147,48 +145,27 @@ class MixedData(RLlibDataAttributes):
         """The next mixed train batch, as ``OfflineData.sample`` (started now if not yet)."""
         with self.naming_damaged_files():
             if self.stream is None:
-                self.start()
+                self.stream = self.feeds(0)[0].open()
             return self.stream.next_batch(num_samples or self.batch_size,
                                           stop_at_epoch_end=stop_at_epoch_end)
 
     def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
               ) -> list[LearnerFeed]:
-        """As ``OfflineData.feeds``; for remote learners, each a ``MixedFeed`` of one feed of
-        every source (each source's own plan decides how it streams)."""
-        if num_learners == 0:
-            return [SampleFeed(self)]
-        if not self._built:
+        """As ``OfflineData.feeds``: each a ``MixedFeed`` of one feed of every source (each
+        source's own plan decides how it streams)."""
+        if num_learners == 0 and not self._started:
+            self.start()
+        if num_learners and not self._built:
             self.build()
         per_source = [source.feeds(num_learners, locality_hints=locality_hints)
                       for source in self.sources]
         return [MixedFeed(list(feeds), self.weights, self.names, self.config.debugging.seed)
                 for feeds in zip(*per_source)]
 
-    def wait_for_data(self) -> None:
-        """Returns once every source's stream has its first batch (see ``OfflineData``)."""
-        for source in self.sources:
-            source.wait_for_data()
-
     @property
     def stats(self) -> StreamStats:
         """What the mix's stream did so far (with the rows each source gave)."""
         return self.stream.stats if self.stream is not None else StreamStats()
-
-    def stream_position(self) -> dict[str, Any] | None:
-        """The mix's position (``MixedStream.position``), for a checkpoint."""
-        return None if self.stream is None else {"mix": self.stream.position()}
-
-    def resume_stream(self, saved: dict[str, Any]) -> None:
-        """Restarts every source's stream where ``stream_position()`` left it, and the mix."""
-        positions = saved["mix"]["sources"]
-        if len(positions) != len(self.sources):
-            raise DataFormatError(f"the checkpoint's data position mixes {len(positions)} "
-                                  f"sources, this run {len(self.sources)}: {self.names}")
-        for source, position in zip(self.sources, positions):
-            source.resume_stream(position)
-        self.stream = MixedStream([source.stream for source in self.sources], self.weights,
-                                  self.names, seed=self.config.debugging.seed,
-                                  position=saved["mix"])
 
     @contextmanager
     def naming_damaged_files(self) -> Iterator[None]:

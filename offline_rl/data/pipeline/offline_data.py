@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -12,8 +13,8 @@ import numpy as np
 import ray
 import ray.data
 
-from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats, saved_start
-from offline_rl.data.feed.learner_feed import LearnerFeed
+from offline_rl.data.feed.batch_stream import Batching, BatchStream, StreamStats
+from offline_rl.data.feed.learner_feed import LearnerFeed, PipelineFeed
 from offline_rl.data.pipeline.execution_plan import ExecutionPlan
 from offline_rl.data.pipeline.observation_statistics import (
     ObservationStatistics,
@@ -44,13 +45,13 @@ class OfflineData(RLlibDataAttributes):
     train batches of exactly ``train_batch_size_per_learner`` rows, epoch after epoch.
 
     Construction checks local Parquet input (paths, columns, observation shape) without starting
-    any Ray work, and chooses the ``ExecutionPlan`` (``plan``). ``start()`` builds the pipeline
-    in a background thread for one local learner, so the caller can build its learner
-    meanwhile; ``build()`` instead returns the dataset, for remote learners to split.
-    ``feeds(n)`` gives each learner its ``LearnerFeed``. When the learner connector
-    ``needs_module``, the learners ``publish_weights`` for the PreLearners.
+    any Ray work, and chooses the ``ExecutionPlan`` (``plan``). ``start()`` opens the PreLearner
+    pool for one local learner, whose feed builds the pipeline in its stream's thread;
+    ``build()`` instead returns the dataset, for remote learners to split. ``feeds(n)`` gives
+    each learner its ``LearnerFeed``, which the learner opens (and resumes) where it runs. When
+    the learner connector ``needs_module``, the learners ``publish_weights`` for the PreLearners.
 
-    ``sample()`` is what the learners read: a subclass selected with
+    ``sample()`` reads a stream of this object's own: a subclass selected with
     ``offline_data(offline_data_class=...)`` may override ``__init__`` (e.g. to read and decode
     its own files) and ``sample`` (RLlib's signature: ``num_samples``, ``return_iterator``,
     ``num_shards``); Ray is running by the time a subclass is built.
@@ -98,7 +99,11 @@ class OfflineData(RLlibDataAttributes):
         #: The PreLearner pool's parts in Ray, from ``start()`` or ``build()`` to ``stop()``.
         self.prelearners: PreLearnerPool | None = None
         self.dataset: ray.data.Dataset | None = None  # the mapped dataset, once built
+        #: The stream ``sample()`` reads (a learner opens a feed of its own).
         self.stream: BatchStream | None = None
+        #: Held while the mapped dataset is built: a learner's stream thread and
+        #: ``sample(return_iterator=True)`` build it once between them.
+        self._building = threading.Lock()
         #: The ``streaming_split`` shards read: one per remote learner, or this process's
         #: learner's one when the plan repeats epochs.
         self.shards: list[ray.data.DataIterator] = []
@@ -129,26 +134,27 @@ class OfflineData(RLlibDataAttributes):
 
     def start(self, *, resources: ResourcePlan | None = None) -> OfflineData:
         """Sizes the PreLearner pool for the cluster beside the rest of the run (the
-        ``resources`` plan's ``beside_pipeline``; none without a plan), and starts streaming
-        to this process's learner; returns ``self``."""
+        ``resources`` plan's ``beside_pipeline``; none without a plan) and starts it, for the
+        learner in this process (``feeds(0)``); returns ``self``."""
         if self.prelearners is None or not self.prelearners.running:  # else build() opened it
             self._open_pool(resources)
-        self.stream = self.batching().stream(self._stream_source)
         return self
 
-    def wait_for_data(self) -> None:
-        """Returns once the stream ``start()`` opened has its first batch (its mapped data
-        materialized, when so configured) or has failed; at once without a stream."""
-        if self.stream is not None:
-            self.stream.wait_for_data()
-
     def _stream_source(self) -> ray.data.Dataset | Callable[[int], ray.data.DataIterator]:
-        """What the stream reads (in its thread): the mapped dataset, built if not yet; when the
-        plan repeats epochs, the function planning a pass from a given epoch on
+        """What this process's streams read (in their thread): the mapped dataset, built if not
+        yet; when the plan repeats epochs, the function planning a pass from a given epoch on
         (``_shard_from``), so that a resumed stream gets the orders it would have had."""
         if self.plan.repeats_epochs:
             return self._shard_from
-        return self.dataset if self.dataset is not None else self.build_mapped_dataset()
+        return self._mapped_dataset()
+
+    def _mapped_dataset(self) -> ray.data.Dataset:
+        """The mapped dataset, built now (the pool started) unless it was."""
+        with self._building:
+            if self.dataset is None:
+                self.start()
+                self.build_mapped_dataset()
+            return self.dataset
 
     def _shard_from(self, first_epoch: int) -> ray.data.DataIterator:
         """The plan from ``first_epoch`` on as one ``streaming_split`` shard: Ray Data's
@@ -160,18 +166,6 @@ class OfflineData(RLlibDataAttributes):
     def batching(self) -> Batching:
         """How this learner's stream cuts its batches."""
         return Batching.of(self.config, repeated=self.plan.repeats_epochs)
-
-    def stream_position(self) -> dict[str, Any] | None:
-        """This learner's ``StreamPosition`` and epochs, for a checkpoint (or ``None``)."""
-        return None if self.stream is None else self.stream.saved_position()
-
-    def resume_stream(self, saved: dict[str, Any]) -> None:
-        """Restarts the stream ``start()`` opened at what ``stream_position()`` returned: the
-        next batch holds the rows the checkpointed run would have trained on next (exactly so
-        with a seed, whose pipeline keeps its order)."""
-        self.stream.stop()
-        position, stats = saved_start(saved)
-        self.stream = self.batching().stream(self._stream_source, start=position, stats=stats)
 
     def build(self, *, resources: ResourcePlan | None = None) -> ray.data.Dataset:
         """Builds the pipeline for remote learners, its pool sized beside them and the rest of
@@ -241,33 +235,39 @@ class OfflineData(RLlibDataAttributes):
                locality_hints: list[str] | None = None
                ) -> dict[str, np.ndarray] | list[ray.data.DataIterator] | None:
         """The next train batch: ``num_samples`` rows (default ``train_batch_size_per_learner``)
-        as a dict of numpy columns, from the stream ``start()`` opened (started now if not yet).
+        as a dict of numpy columns, from a stream of this object's own (opened at the first
+        call; a learner reads its own feed's instead).
         With ``stop_at_epoch_end``, ``None`` when the epoch ends first (see ``BatchStream``).
         With ``return_iterator``, instead ``num_shards`` ``streaming_split`` shards of the
-        pipeline ``build()`` made (built now if not yet; the one ``start()``'s stream reads,
-        once it has), one per remote learner; ``num_shards=0``: one plain iterator of it, as
+        mapped dataset (built now if not yet; the one this process's streams read), one per
+        remote learner; ``num_shards=0``: one plain iterator of it, as
         RLlib's for a local runner."""
         with self.naming_damaged_files():
             if return_iterator:
-                self.wait_for_data()
-                dataset = self.dataset if self.dataset is not None else self.build()
+                dataset = self._mapped_dataset()
                 if num_shards < 1:
                     return [dataset.iterator()]
                 self.shards = dataset.streaming_split(num_shards, equal=True,
                                                       locality_hints=locality_hints)
                 return self.shards
             if self.stream is None:
-                self.start()
+                self.stream = self.start()._pipeline_feed().open()
             return self.stream.next_batch(num_samples or self.batch_size,
                                           stop_at_epoch_end=stop_at_epoch_end)
 
     def feeds(self, num_learners: int, *, locality_hints: list[str] | None = None
               ) -> list[LearnerFeed]:
-        """One ``LearnerFeed`` per learner. ``0``: the learner in this process, reading
-        ``sample()``. Else ``num_learners`` ``streaming_split`` shards of the pipeline
-        ``build()`` made, from ``sample(return_iterator=True)`` (RLlib's keywords only, to an
-        override), placed by ``locality_hints``."""
+        """One ``LearnerFeed`` per learner. ``0``: the learner in this process, reading the
+        pipeline (``PipelineFeed``), or an override's ``sample()``. Else ``num_learners``
+        ``streaming_split`` shards of the pipeline ``build()`` made, from
+        ``sample(return_iterator=True)`` (RLlib's keywords only, to an override), placed by
+        ``locality_hints``."""
+        if num_learners == 0 and not self.overrides_sample:
+            return [self._pipeline_feed()]
         return sample_feeds(self, num_learners, locality_hints)
+
+    def _pipeline_feed(self) -> PipelineFeed:
+        return PipelineFeed(self._stream_source, self.batching())
 
     def naming_damaged_files(self) -> AbstractContextManager[None]:
         """``input_locator.naming_damaged_files`` over the input files (not for a dataset a
@@ -280,7 +280,7 @@ class OfflineData(RLlibDataAttributes):
 
     @property
     def stats(self) -> StreamStats:
-        """What the stream to this process's learner did so far (epochs, rows, waits)."""
+        """What the stream ``sample()`` reads did so far (epochs, rows, waits)."""
         return self.stream.stats if self.stream is not None else StreamStats()
 
     def pipeline_stats(self) -> dict[str, Any]:

@@ -32,7 +32,8 @@ def check_epoch_ends(data: Any) -> None:
 
 def sample_feeds(data: Any, num_learners: int, locality_hints: list[str] | None
                  ) -> list[LearnerFeed]:
-    """``OfflineData.feeds``: for ``0`` learners a ``SampleFeed`` of ``data.sample()``, else
+    """``OfflineData.feeds`` of an override of ``sample()`` (for ``0`` learners a
+    ``SampleFeed`` of it) and of remote learners:
     ``num_learners`` ``ShardFeed``s of the shards ``sample(return_iterator=True)`` gives."""
     if num_learners == 0:
         check_epoch_ends(data)
